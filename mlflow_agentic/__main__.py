@@ -1,0 +1,5 @@
+"""``python -m mlflow_agentic``: the CLI (used by the MLproject, which needs no install)."""
+
+from mlflow_agentic.cli import main
+
+main(prog_name="mlflow-agentic")

@@ -1,0 +1,146 @@
+"""``mlflow-agentic``: run a tracked AutoML search from the command line."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from mlflow_agentic import __version__
+from mlflow_agentic.errors import AgenticError, ProposerOutputError, UserInputError
+
+PROPOSERS = ("optuna", "sequence")
+EXIT_USER_ERROR = 2
+
+
+def _blank_to_none(ctx, param, value):
+    """MLproject passes unset optional parameters as empty strings."""
+    return None if value is None or str(value).strip() == "" else value
+
+
+def _split_list(value):
+    if not value:
+        return None
+    return [v.strip() for v in str(value).replace(" ", ",").split(",") if v.strip()] or None
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="mlflow-agentic")
+def main() -> None:
+    """Agentic AutoML tracked in MLflow: a proposer suggests, the engine verifies, MLflow
+    remembers."""
+
+
+@main.command("run")
+@click.option("--data", required=True, help="CSV or Parquet file with features and target.")
+@click.option("--target", callback=_blank_to_none,
+              help="Target column (default: the one column named target/label/churn/y...).")
+@click.option("--proposer", type=click.Choice(PROPOSERS), default="optuna", show_default=True,
+              help="Who proposes candidates.")
+@click.option("--trainers", callback=_blank_to_none,
+              help="Comma-separated trainers to search (default: all that fit the task).")
+@click.option("--max-iterations", type=click.IntRange(min=0), default=8, show_default=True,
+              help="Reflection rounds after the seed candidates.")
+@click.option("--patience", type=click.IntRange(min=1), default=3, show_default=True,
+              help="Stop after this many rounds without a verified improvement.")
+@click.option("--cv", type=click.IntRange(min=2), default=5, show_default=True,
+              help="Cross-validation folds.")
+@click.option("--metric", callback=_blank_to_none,
+              help="roc_auc, log_loss, accuracy, balanced_accuracy, f1, roc_auc_ovr, rmse, mae, "
+                   "r2 (default: by task).")
+@click.option("--register-name", callback=_blank_to_none,
+              help="Registered model name (default: <data file stem>-agentic).")
+@click.option("--no-register", is_flag=True, help="Log the best model but do not register it.")
+@click.option("--experiment", callback=_blank_to_none,
+              help="MLflow experiment (default: <data file stem>-agentic).")
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="Seed for CV splits, models and the proposer.")
+@click.option("--candidates", callback=_blank_to_none, type=click.Path(),
+              help="JSON list of {trainer, params} for --proposer sequence.")
+@click.option("--optuna-storage", callback=_blank_to_none,
+              help="Optuna storage URL to share one study between processes.")
+@click.option("--margin", type=click.FloatRange(0, 1, max_open=True), default=0.01,
+              show_default=True, help="How much a candidate must beat the trivial baseline by.")
+@click.option("--tracking-uri", callback=_blank_to_none,
+              help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI or sqlite:///mlflow.db).")
+@click.option("--quiet", is_flag=True, help="No progress display; print the summary only.")
+def run_command(data, target, proposer, trainers, max_iterations, patience, cv, metric,
+                register_name, no_register, experiment, seed, candidates, optuna_storage, margin,
+                tracking_uri, quiet) -> None:
+    """Search for a verified model on DATA and register the best in MLflow."""
+    try:
+        _run(data=data, target=target, proposer=proposer, trainers=_split_list(trainers),
+             max_iterations=max_iterations, patience=patience, cv=cv, metric=metric,
+             register_name=register_name, register=not no_register, experiment=experiment,
+             seed=seed, candidates=candidates, optuna_storage=optuna_storage, margin=margin,
+             tracking_uri=tracking_uri, quiet=quiet)
+    except AgenticError as exc:
+        click.secho(f"error: {exc}", fg="red", err=True)
+        sys.exit(EXIT_USER_ERROR)
+
+
+def _run(*, data, target, proposer, trainers, max_iterations, patience, cv, metric,
+         register_name, register, experiment, seed, candidates, optuna_storage, margin,
+         tracking_uri, quiet) -> None:
+    from mlflow_agentic.data import Dataset
+    from mlflow_agentic.engine import AgenticAutoML
+    from mlflow_agentic.metrics import resolve_metric
+    from mlflow_agentic.trainers import resolve_trainers
+    from mlflow_agentic.verify import DeterministicVerifier
+
+    dataset = Dataset.from_path(data, target)
+    resolve_metric(metric, dataset.task)  # fail before anything is logged
+    allowed = resolve_trainers(trainers, dataset.task)
+    chosen = _make_proposer(proposer, candidates, allowed, dataset, seed, optuna_storage)
+
+    from mlflow_agentic.progress import RichProgress
+    from mlflow_agentic.tracking import MlflowTracker
+
+    tracker = MlflowTracker(experiment=experiment, register_name=register_name,
+                            register=register, tracking_uri=tracking_uri)
+    observers = [tracker] if quiet else [tracker, RichProgress()]
+    automl = AgenticAutoML(chosen, verifier=DeterministicVerifier(margin),
+                           max_iterations=max_iterations, patience=patience, cv=cv,
+                           metric=metric, trainers=allowed, random_state=seed,
+                           observers=observers)
+    result = automl.solve(dataset)
+
+    import mlflow
+
+    click.echo(result.summary())
+    click.echo(f"search run: {tracker.parent_run_id} (tracking URI {mlflow.get_tracking_uri()})")
+    if tracker.model_version is not None:
+        mv = tracker.model_version
+        click.echo(f"registered: models:/{mv.name}@{tracker.alias} (version {mv.version})")
+        click.echo(f"serve it:   mlflow models serve -m models:/{mv.name}@{tracker.alias} "
+                   "--env-manager local -p 5001")
+    elif result.best_candidate is None:
+        click.secho("nothing verified: no candidate beat the trivial baseline, so nothing was "
+                    "registered", fg="yellow")
+    click.echo(f"browse it:  mlflow ui --backend-store-uri {mlflow.get_tracking_uri()}")
+
+
+def _make_proposer(name, candidates, allowed, dataset, seed, storage):
+    from mlflow_agentic.proposers import OptunaProposer, SequenceProposer
+    from mlflow_agentic.trainers import get_trainer
+
+    if name == "optuna":
+        if candidates:
+            raise UserInputError("--candidates only applies to --proposer sequence")
+        return OptunaProposer(seed=seed, storage=storage)
+    if not candidates:
+        return SequenceProposer.defaults(allowed)
+    proposer = SequenceProposer.from_file(candidates)
+    for i, cand in enumerate(proposer.candidates, start=1):
+        if cand.trainer not in allowed:
+            raise UserInputError(f"{candidates}: candidate {i} uses trainer {cand.trainer!r}, "
+                                 f"not among the allowed trainers: {', '.join(allowed)}")
+        try:
+            get_trainer(cand.trainer).resolve_params(dataset, cand.params)
+        except ProposerOutputError as exc:
+            raise UserInputError(f"{candidates}: candidate {i}: {exc}") from exc
+    return proposer
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,120 @@
+"""Column typing: decide what each raw column is, from its values, before any model sees it.
+
+Kinds: ``numeric`` (including numbers stored as text with blanks, like Telco's ``TotalCharges``),
+``categorical``, ``datetime``, ``id`` (unique per row or a monotone counter: never a feature) and
+``constant`` (one value: never a feature).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+NUMERIC_TEXT_MIN_SHARE = 0.95
+"""Share of non-blank text values that must parse as numbers for a column to count as numeric."""
+DATETIME_TEXT_MIN_SHARE = 0.95
+ID_NAME_PATTERN = re.compile(r"(^id$|_id$|id$|^uuid$|^key$)", re.IGNORECASE)
+ID_MIN_UNIQUE_SHARE = 0.95
+_DATE_LIKE = re.compile(r"^\s*\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}")
+
+KINDS = ("numeric", "categorical", "datetime", "id", "constant")
+FEATURE_KINDS = ("numeric", "categorical", "datetime")
+
+
+@dataclass(frozen=True)
+class ColumnInfo:
+    """What a column is and why we think so (aggregates only, never values)."""
+
+    name: str
+    kind: str
+    dtype: str
+    missing_rate: float
+    n_unique: int
+    numeric_text: bool = False
+    reason: str = ""
+
+    @property
+    def is_feature(self) -> bool:
+        return self.kind in FEATURE_KINDS
+
+
+def blank_to_nan(series: pd.Series) -> pd.Series:
+    """Text column with blanks (``" "``, ``""``) turned into missing values."""
+    text = series.astype("object")
+    stripped = text.map(lambda v: v.strip() if isinstance(v, str) else v)
+    return stripped.replace("", np.nan)
+
+
+def parse_numeric_text(series: pd.Series) -> pd.Series:
+    """Numbers stored as text -> float; blanks and unparseable cells -> NaN."""
+    return pd.to_numeric(blank_to_nan(series), errors="coerce")
+
+
+def _numeric_text_share(series: pd.Series) -> float:
+    values = blank_to_nan(series).dropna()
+    if values.empty:
+        return 0.0
+    parsed = pd.to_numeric(values, errors="coerce")
+    return float(parsed.notna().mean())
+
+
+def _looks_datetime(series: pd.Series) -> bool:
+    values = blank_to_nan(series).dropna().astype(str)
+    if values.empty:
+        return False
+    sample = values.iloc[: min(len(values), 500)]
+    if sample.map(lambda v: bool(_DATE_LIKE.match(v))).mean() < DATETIME_TEXT_MIN_SHARE:
+        return False
+    parsed = pd.to_datetime(sample, errors="coerce", format="mixed")
+    return float(parsed.notna().mean()) >= DATETIME_TEXT_MIN_SHARE
+
+
+def infer_column(name: str, series: pd.Series) -> ColumnInfo:
+    """Classify one raw column."""
+    n = len(series)
+    missing = blank_to_nan(series).isna() if _is_text(series) else series.isna()
+    missing_rate = float(missing.mean()) if n else 0.0
+    non_null = series[~missing]
+    n_unique = int(non_null.nunique())
+    base = {"name": name, "dtype": str(series.dtype), "missing_rate": missing_rate,
+            "n_unique": n_unique}
+
+    if n_unique <= 1:
+        return ColumnInfo(kind="constant", reason=f"{n_unique} distinct value(s)", **base)
+
+    unique_share = n_unique / max(len(non_null), 1)
+    named_like_id = bool(ID_NAME_PATTERN.search(name))
+
+    if pd.api.types.is_bool_dtype(series):
+        return ColumnInfo(kind="numeric", reason="boolean", **base)
+    if pd.api.types.is_datetime64_any_dtype(series):
+        return ColumnInfo(kind="datetime", reason="datetime dtype", **base)
+    if pd.api.types.is_numeric_dtype(series):
+        integral = pd.api.types.is_integer_dtype(series) or bool(
+            np.all(np.mod(non_null.to_numpy(dtype=float), 1) == 0)
+        )
+        if integral and unique_share >= ID_MIN_UNIQUE_SHARE and len(non_null) >= 20 and (
+            named_like_id or non_null.is_monotonic_increasing or non_null.is_monotonic_decreasing
+        ):
+            return ColumnInfo(kind="id", reason="integer unique per row and monotone or named "
+                              "like an ID", **base)
+        return ColumnInfo(kind="numeric", reason="numeric dtype", **base)
+
+    # text-like (object, str, category)
+    if _numeric_text_share(series) >= NUMERIC_TEXT_MIN_SHARE:
+        return ColumnInfo(kind="numeric", numeric_text=True,
+                          reason="numbers stored as text (blanks become missing)", **base)
+    if _looks_datetime(series):
+        return ColumnInfo(kind="datetime", reason="text parses as dates", **base)
+    if len(non_null) >= 20 and (unique_share >= 0.999 or (
+            named_like_id and unique_share >= ID_MIN_UNIQUE_SHARE)):
+        return ColumnInfo(kind="id", reason="text unique per row", **base)
+    return ColumnInfo(kind="categorical", reason="text with repeated values", **base)
+
+
+def _is_text(series: pd.Series) -> bool:
+    return not (pd.api.types.is_numeric_dtype(series) or pd.api.types.is_bool_dtype(series)
+                or pd.api.types.is_datetime64_any_dtype(series))

@@ -1,0 +1,250 @@
+"""``Dataset``: a table, its target, its task and the kind of every column.
+
+The raw frame is kept as read (numbers-as-text stay text): the model pipeline does the coercion,
+so a served model accepts the rows of the training file as they are.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from mlflow_agentic.data.columns import ColumnInfo, infer_column, parse_numeric_text
+from mlflow_agentic.errors import UserInputError
+
+TASKS = ("binary", "multiclass", "regression")
+TARGET_NAMES = ("target", "label", "churn", "churned", "y")
+"""Column names (case-insensitive) that are taken as the target when none is given."""
+MULTICLASS_MAX_CLASSES = 20
+SUPPORTED_SUFFIXES = (".csv", ".tsv", ".txt", ".parquet", ".pq")
+
+
+@dataclass
+class Dataset:
+    """A supervised learning table. Build it with ``from_frame`` or ``from_path``."""
+
+    frame: pd.DataFrame
+    target: str
+    task: str
+    columns: dict[str, ColumnInfo]
+    name: str = "dataset"
+    source: str | None = None
+    classes: tuple = ()
+    dropped_missing_target: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    # ---- construction -------------------------------------------------------------------
+    @classmethod
+    def from_frame(
+        cls,
+        df: pd.DataFrame,
+        target: str | None = None,
+        *,
+        task: str | None = None,
+        name: str = "dataset",
+        source: str | None = None,
+    ) -> Dataset:
+        """Type the columns, infer (or check) the task, drop rows whose target is missing."""
+        if not isinstance(df, pd.DataFrame):
+            raise UserInputError(f"expected a pandas DataFrame, got {type(df).__name__}")
+        where = f" in {source}" if source else ""
+        if df.empty or df.shape[1] == 0:
+            raise UserInputError(f"the data{where} has no rows or no columns")
+        df = df.copy()
+        df.columns = [str(c) for c in df.columns]
+        if target is None:
+            target = infer_target(list(df.columns), where=where)
+        elif target not in df.columns:
+            raise UserInputError(
+                f"target column {target!r} not found{where}. Columns: {', '.join(df.columns)}"
+            )
+        if df.shape[1] < 2:
+            raise UserInputError(f"the data{where} has only the target column; no features")
+
+        y_raw = df[target]
+        missing = _missing_mask(y_raw)
+        if missing.all():
+            raise UserInputError(f"target {target!r} is missing in all {len(df)} rows{where}")
+        notes = []
+        if missing.any():
+            notes.append(f"dropped {int(missing.sum())} rows whose target {target!r} is missing")
+            df = df.loc[~missing].reset_index(drop=True)
+        if _is_text(df[target]) and _numeric_share(df[target]) == 1.0 and df[target].nunique() > 2:
+            df[target] = parse_numeric_text(df[target])
+
+        task = task or infer_task(df[target])
+        if task not in TASKS:
+            raise UserInputError(f"unknown task {task!r}. Valid: {', '.join(TASKS)}")
+        classes: tuple = ()
+        if task != "regression":
+            values = sorted(df[target].dropna().unique(), key=_sort_key)
+            if len(values) < 2:
+                raise UserInputError(
+                    f"target {target!r} has a single class {values[0]!r} in {len(df)} rows{where};"
+                    " a classifier needs at least two"
+                )
+            classes = tuple(v.item() if hasattr(v, "item") else v for v in values)
+            if task == "binary" and len(classes) != 2:
+                raise UserInputError(
+                    f"task 'binary' needs exactly 2 classes; target {target!r} has {len(classes)}"
+                )
+        elif not pd.api.types.is_numeric_dtype(df[target]):
+            raise UserInputError(f"task 'regression' needs a numeric target; {target!r} is text")
+
+        columns = {c: infer_column(c, df[c]) for c in df.columns if c != target}
+        if not any(info.is_feature for info in columns.values()):
+            raise UserInputError(
+                f"no usable feature columns{where}: "
+                + ", ".join(f"{c} ({i.kind})" for c, i in columns.items())
+            )
+        return cls(frame=df, target=target, task=task, columns=columns, name=name,
+                   source=source, classes=classes, dropped_missing_target=int(missing.sum()),
+                   notes=notes)
+
+    @classmethod
+    def from_path(cls, path: str | Path, target: str | None = None, *,
+                  task: str | None = None, name: str | None = None) -> Dataset:
+        """Read a CSV (or TSV) or Parquet file and build the dataset."""
+        path = Path(path)
+        df = read_table(path)
+        return cls.from_frame(df, target, task=task, name=name or dataset_name(path),
+                              source=str(path))
+
+    # ---- views --------------------------------------------------------------------------
+    @property
+    def X(self) -> pd.DataFrame:  # noqa: N802 - the sklearn convention
+        """Raw input columns (everything but the target), as a served model receives them."""
+        return self.frame.drop(columns=[self.target])
+
+    @property
+    def y(self) -> pd.Series:
+        return self.frame[self.target]
+
+    @property
+    def n_rows(self) -> int:
+        return len(self.frame)
+
+    def columns_of(self, kind: str) -> list[str]:
+        return [c for c, info in self.columns.items() if info.kind == kind]
+
+    @property
+    def feature_columns(self) -> list[str]:
+        return [c for c, info in self.columns.items() if info.is_feature]
+
+    @property
+    def excluded_columns(self) -> dict[str, str]:
+        """Columns that are not features, with the reason."""
+        return {c: f"{i.kind}: {i.reason}" for c, i in self.columns.items() if not i.is_feature}
+
+    @property
+    def positive_class(self):
+        return self.classes[1] if self.task == "binary" else None
+
+    def take(self, rows: Sequence[int] | np.ndarray, name: str | None = None) -> Dataset:
+        """Rows subset that keeps the column typing (for sealed splits)."""
+        frame = self.frame.iloc[np.asarray(rows)].reset_index(drop=True)
+        return Dataset(frame=frame, target=self.target, task=self.task, columns=self.columns,
+                       name=name or self.name, source=self.source, classes=self.classes,
+                       dropped_missing_target=self.dropped_missing_target, notes=list(self.notes))
+
+    def describe(self) -> str:
+        kinds = {k: len(self.columns_of(k)) for k in ("numeric", "categorical", "datetime")}
+        parts = ", ".join(f"{v} {k}" for k, v in kinds.items() if v)
+        extra = ""
+        if self.task != "regression":
+            counts = self.y.value_counts(normalize=True)
+            extra = " classes " + ", ".join(f"{k}={counts[k]:.1%}" for k in self.classes)
+        return (f"{self.name}: {self.n_rows} rows, target {self.target!r} ({self.task}{extra}); "
+                f"features: {parts}; excluded: {', '.join(self.excluded_columns) or 'none'}")
+
+
+# ---- helpers ---------------------------------------------------------------------------------
+def dataset_name(path: Path) -> str:
+    """``data/churn.csv`` -> ``churn`` (safe for run and model names)."""
+    stem = path.name
+    for suffix in (".gz", ".bz2", ".zip", ".xz"):
+        stem = stem.removesuffix(suffix)
+    stem = Path(stem).stem
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", stem).strip("-") or "dataset"
+
+
+def read_table(path: Path) -> pd.DataFrame:
+    """CSV/TSV/Parquet into a frame, with errors that name the file and the problem."""
+    if not path.exists():
+        raise UserInputError(f"data file not found: {path}")
+    if path.is_dir():
+        raise UserInputError(f"{path} is a directory; pass a CSV or Parquet file")
+    suffixes = "".join(path.suffixes[-2:]).lower()
+    kind = "parquet" if path.suffix.lower() in (".parquet", ".pq") else "csv"
+    if kind == "csv" and not any(s in suffixes for s in (".csv", ".tsv", ".txt")):
+        raise UserInputError(
+            f"unsupported file type {path.suffix or '(none)'!r} for {path}. "
+            f"Supported: {', '.join(SUPPORTED_SUFFIXES)} (CSV may be compressed, e.g. .csv.gz)"
+        )
+    if path.stat().st_size == 0:
+        raise UserInputError(f"data file is empty: {path}")
+    try:
+        if kind == "parquet":
+            df = pd.read_parquet(path)
+        else:
+            sep = "\t" if ".tsv" in suffixes else ","
+            df = pd.read_csv(path, sep=sep)
+    except pd.errors.EmptyDataError as exc:
+        raise UserInputError(f"data file has no columns: {path}") from exc
+    except (UnicodeDecodeError, pd.errors.ParserError, OSError, ValueError) as exc:
+        raise UserInputError(f"cannot read {path} as {kind.upper()}: {exc}") from exc
+    if df.empty:
+        raise UserInputError(f"data file has a header but no rows: {path}")
+    return df
+
+
+def infer_target(columns: list[str], where: str = "") -> str:
+    """The one column named like a target, or an error listing the columns."""
+    matches = [c for c in columns if c.strip().lower() in TARGET_NAMES]
+    if len(matches) == 1:
+        return matches[0]
+    why = "several columns look like a target" if matches else "no column is named like a target"
+    found = ", ".join(matches) if matches else "expected one of " + "/".join(TARGET_NAMES)
+    raise UserInputError(
+        f"cannot pick the target{where}: {why} ({found}). "
+        f"Pass --target with one of: {', '.join(columns)}"
+    )
+
+
+def infer_task(y: pd.Series) -> str:
+    """binary / multiclass / regression from the target's values."""
+    values = y.dropna()
+    n_unique = values.nunique()
+    if pd.api.types.is_bool_dtype(values) or n_unique <= 2:
+        return "binary"
+    if pd.api.types.is_numeric_dtype(values):
+        integral = bool(np.all(np.mod(values.to_numpy(dtype=float), 1) == 0))
+        if integral and n_unique <= min(MULTICLASS_MAX_CLASSES, max(3, len(values) // 20)):
+            return "multiclass"
+        return "regression"
+    return "multiclass"
+
+
+def _missing_mask(series: pd.Series) -> pd.Series:
+    if _is_text(series):
+        return series.map(lambda v: v.strip() == "" if isinstance(v, str) else pd.isna(v)).astype(
+            bool)
+    return series.isna()
+
+
+def _is_text(series: pd.Series) -> bool:
+    return not (pd.api.types.is_numeric_dtype(series) or pd.api.types.is_bool_dtype(series))
+
+
+def _numeric_share(series: pd.Series) -> float:
+    values = series.dropna()
+    return float(pd.to_numeric(values, errors="coerce").notna().mean()) if len(values) else 0.0
+
+
+def _sort_key(value):
+    return (str(type(value).__name__), value)

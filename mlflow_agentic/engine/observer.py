@@ -1,0 +1,45 @@
+"""Hooks the loop calls as it goes. Tracking (MLflow) and progress display plug in here, so the
+engine itself imports neither mlflow nor a UI library."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from mlflow_agentic.engine.types import AttemptRecord, EngineeringRun, SolutionCandidate
+
+
+@dataclass(frozen=True)
+class SearchContext:
+    """What is fixed for a whole search, handed to observers and proposers at the start."""
+
+    dataset: Any
+    metric: Any
+    trainers: tuple[str, ...]
+    baseline_score: float
+    baseline_fold_scores: tuple[float, ...]
+    n_splits: int
+    max_iterations: int
+    patience: int
+    random_state: int
+    proposer_name: str
+    settings: dict[str, Any] = field(default_factory=dict)
+
+
+class SearchObserver:
+    """No-op base: override what you need. Called in order: start, (attempt start/end)*, end."""
+
+    def on_search_start(self, context: SearchContext) -> None:
+        """The baseline is known; no candidate has run yet."""
+
+    def on_attempt_start(self, index: int, candidate: SolutionCandidate, phase: str) -> None:
+        """A candidate is about to be cross-validated."""
+
+    def on_attempt_end(self, record: AttemptRecord) -> None:
+        """A candidate was evaluated and verified (or failed)."""
+
+    def on_search_end(self, run: EngineeringRun) -> None:
+        """The best verified candidate is refit (``run.model``), or none was verified."""
+
+    def on_search_error(self, error: BaseException) -> None:
+        """The search stopped on an exception (interrupt, observer failure)."""

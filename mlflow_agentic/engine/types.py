@@ -1,0 +1,110 @@
+"""The engine's records: what was proposed, what it scored, and whether the score counts."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class SolutionCandidate:
+    """A trainer plus hyperparameters (overrides over the trainer's defaults), and why."""
+
+    trainer: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+    rationale: str = ""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The deterministic verifier's decision on one score."""
+
+    valid: bool
+    reason: str
+    score: float
+
+
+@dataclass(frozen=True)
+class AttemptRecord:
+    """One evaluated candidate. A failure is data: ``error`` is set and ``score`` is the worst."""
+
+    candidate: SolutionCandidate
+    score: float
+    verdict: Verdict
+    index: int = 0
+    phase: str = "seed"
+    """``seed`` (from ``propose_initial``) or ``reflect`` (from ``propose_next``)."""
+    metric: str = ""
+    greater_is_better: bool = True
+    params: Mapping[str, Any] = field(default_factory=dict)
+    """The hyperparameters actually used: trainer defaults overlaid with the candidate's."""
+    fold_scores: tuple[float, ...] = ()
+    score_std: float = float("nan")
+    fit_seconds: float = 0.0
+    """Time spent fitting and predicting inside the CV folds."""
+    seconds: float = 0.0
+    """Wall time of the whole attempt (building, CV, verifying)."""
+    error: str | None = None
+    traceback: str | None = None
+    proposer: str = ""
+
+    @property
+    def failed(self) -> bool:
+        return self.error is not None
+
+    @property
+    def utility(self) -> float:
+        """Higher-is-better score; ``-inf`` for failures (what samplers are told)."""
+        if self.failed or not math.isfinite(self.score):
+            return float("-inf")
+        return self.score if self.greater_is_better else -self.score
+
+    @property
+    def status(self) -> str:
+        if self.failed:
+            return "failed"
+        return "verified" if self.verdict.valid else "rejected"
+
+
+@dataclass
+class EngineeringRun:
+    """The outcome of ``AgenticAutoML.solve``."""
+
+    attempts: list[AttemptRecord]
+    best_candidate: SolutionCandidate | None
+    best_score: float | None
+    model: Any
+    metric: str
+    baseline_score: float
+    n_iterations: int
+    greater_is_better: bool = True
+    best_attempt: AttemptRecord | None = None
+    stop_reason: str = ""
+    dataset_name: str = ""
+    task: str = ""
+    refit_seconds: float = 0.0
+    wall_seconds: float = 0.0
+
+    @property
+    def valid_attempts(self) -> list[AttemptRecord]:
+        return [a for a in self.attempts if a.verdict.valid]
+
+    @property
+    def fit_seconds(self) -> float:
+        """Model fitting time: CV folds of every attempt, the baseline excluded, plus the refit."""
+        return sum(a.fit_seconds for a in self.attempts) + self.refit_seconds
+
+    def leaderboard(self) -> list[AttemptRecord]:
+        """Attempts best first (verified before unverified, failures last)."""
+        return sorted(self.attempts, key=lambda a: (not a.verdict.valid, -a.utility, a.index))
+
+    def summary(self) -> str:
+        head = (f"Agentic AutoML: {len(self.attempts)} attempts "
+                f"({len(self.valid_attempts)} verified)")
+        if self.best_candidate is None:
+            return (f"{head}; nothing verified: no candidate beat the trivial baseline "
+                    f"{self.metric}={self.baseline_score:.4f}; nothing registered")
+        return (f"{head}; best={self.best_candidate.trainer} {self.metric}={self.best_score:.4f} "
+                f"(baseline {self.baseline_score:.4f})")

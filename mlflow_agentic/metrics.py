@@ -1,0 +1,105 @@
+"""Metrics with their direction, computed from a fitted model's outputs on held-out rows."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from sklearn import metrics as skm
+
+from mlflow_agentic.errors import UserInputError, did_you_mean
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A named score. ``bounded`` metrics take an absolute verifier margin, others a relative one."""
+
+    name: str
+    greater_is_better: bool
+    tasks: tuple[str, ...]
+    needs_proba: bool
+    bounded: bool
+    fn: Callable[[np.ndarray, np.ndarray | None, np.ndarray | None, tuple], float]
+
+    @property
+    def direction(self) -> str:
+        return "maximize" if self.greater_is_better else "minimize"
+
+    @property
+    def worst(self) -> float:
+        """The score a failed attempt gets: never better than anything real."""
+        return float("-inf") if self.greater_is_better else float("inf")
+
+    def better(self, a: float, b: float) -> bool:
+        """True if ``a`` is strictly better than ``b``."""
+        return a > b if self.greater_is_better else a < b
+
+    def utility(self, score: float) -> float:
+        """Higher-is-better version of the score (for samplers and ranking)."""
+        if not np.isfinite(score):
+            return float("-inf")
+        return score if self.greater_is_better else -score
+
+    def score(self, y_true, y_pred=None, proba=None, classes: tuple = ()) -> float:
+        return float(self.fn(np.asarray(y_true), y_pred, proba, classes))
+
+
+def _pos(classes):
+    return classes[1]
+
+
+def _roc_auc(y, pred, proba, classes):
+    return skm.roc_auc_score(y == _pos(classes), proba[:, 1])
+
+
+def _roc_auc_ovr(y, pred, proba, classes):
+    return skm.roc_auc_score(y, proba, multi_class="ovr", labels=list(classes))
+
+
+def _log_loss(y, pred, proba, classes):
+    return skm.log_loss(y, np.clip(proba, 1e-15, 1), labels=list(classes))
+
+
+def _f1(y, pred, proba, classes):
+    if len(classes) == 2:
+        return skm.f1_score(y == _pos(classes), pred == _pos(classes))
+    return skm.f1_score(y, pred, average="macro", labels=list(classes))
+
+
+CLASSIFICATION = ("binary", "multiclass")
+METRICS: dict[str, Metric] = {
+    m.name: m
+    for m in (
+        Metric("roc_auc", True, ("binary",), True, True, _roc_auc),
+        Metric("roc_auc_ovr", True, ("multiclass",), True, True, _roc_auc_ovr),
+        Metric("log_loss", False, CLASSIFICATION, True, False, _log_loss),
+        Metric("accuracy", True, CLASSIFICATION, False, True,
+               lambda y, p, pr, c: skm.accuracy_score(y, p)),
+        Metric("balanced_accuracy", True, CLASSIFICATION, False, True,
+               lambda y, p, pr, c: skm.balanced_accuracy_score(y, p)),
+        Metric("f1", True, CLASSIFICATION, False, True, _f1),
+        Metric("rmse", False, ("regression",), False, False,
+               lambda y, p, pr, c: skm.root_mean_squared_error(y, p)),
+        Metric("mae", False, ("regression",), False, False,
+               lambda y, p, pr, c: skm.mean_absolute_error(y, p)),
+        Metric("r2", True, ("regression",), False, True, lambda y, p, pr, c: skm.r2_score(y, p)),
+    )
+}
+DEFAULT_METRIC = {"binary": "roc_auc", "multiclass": "roc_auc_ovr", "regression": "rmse"}
+
+
+def resolve_metric(name: str | None, task: str) -> Metric:
+    """The metric for a task: the named one (checked against the task) or the task's default."""
+    if name is None or name == "":
+        return METRICS[DEFAULT_METRIC[task]]
+    if name not in METRICS:
+        raise UserInputError(f"unknown metric {name!r}. {did_you_mean(name, list(METRICS))}")
+    metric = METRICS[name]
+    if task not in metric.tasks:
+        fitting = [m for m, v in METRICS.items() if task in v.tasks]
+        raise UserInputError(
+            f"metric {name!r} does not fit a {task} task (it is for {'/'.join(metric.tasks)}). "
+            f"Metrics for {task}: {', '.join(fitting)}"
+        )
+    return metric

@@ -1,0 +1,68 @@
+"""Console progress for a search (rich): a bar over the budget and one line per attempt."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from mlflow_agentic.engine.observer import SearchContext, SearchObserver
+from mlflow_agentic.engine.types import AttemptRecord, EngineeringRun, SolutionCandidate
+
+STYLE = {"verified": "green", "rejected": "yellow", "failed": "red"}
+
+
+class RichProgress(SearchObserver):
+    """Shows each attempt as it finishes and the leaderboard at the end."""
+
+    def __init__(self, console: Console | None = None) -> None:
+        self.console = console or Console(stderr=True)
+        self._progress: Progress | None = None
+        self._task = None
+        self._ctx: SearchContext | None = None
+
+    def on_search_start(self, context: SearchContext) -> None:
+        self._ctx = context
+        ds, metric = context.dataset, context.metric
+        self.console.print(f"[bold]{ds.describe()}[/]")
+        self.console.print(
+            f"metric {metric.name} ({metric.direction}), {context.n_splits}-fold CV, trivial "
+            f"baseline {context.baseline_score:.4f}; proposer {context.proposer_name}; trainers "
+            f"{', '.join(context.trainers)}")
+        self._progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+                                  TextColumn("{task.completed} attempts"), TimeElapsedColumn(),
+                                  console=self.console, transient=True)
+        self._progress.start()
+        self._task = self._progress.add_task("seeding", total=None)
+
+    def on_attempt_start(self, index: int, candidate: SolutionCandidate, phase: str) -> None:
+        trainer = getattr(candidate, "trainer", "?")
+        self._progress.update(self._task, description=f"{phase} #{index}: {trainer}")
+
+    def on_attempt_end(self, record: AttemptRecord) -> None:
+        style = STYLE[record.status]
+        score = "failed" if record.failed else f"{record.score:.4f} ±{record.score_std:.4f}"
+        self._progress.console.print(
+            f"  {record.index:>3} {record.candidate.trainer:<24} {record.metric}={score:<18} "
+            f"[{style}]{record.status:<8}[/] {record.seconds:6.1f}s  "
+            f"[dim]{record.verdict.reason if not record.verdict.valid else ''}[/]")
+        self._progress.advance(self._task)
+
+    def on_search_end(self, run: EngineeringRun) -> None:
+        self._stop()
+        table = Table(title=f"leaderboard ({run.stop_reason})", show_lines=False)
+        for col in ("#", "attempt", "trainer", f"cv {run.metric}", "status", "fit s"):
+            table.add_column(col)
+        for rank, a in enumerate(run.leaderboard()[:10], start=1):
+            table.add_row(str(rank), str(a.index), a.candidate.trainer,
+                          "-" if a.failed else f"{a.score:.4f}",
+                          f"[{STYLE[a.status]}]{a.status}[/]", f"{a.fit_seconds:.1f}")
+        self.console.print(table)
+
+    def on_search_error(self, error: BaseException) -> None:
+        self._stop()
+
+    def _stop(self) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None

@@ -1,0 +1,92 @@
+"""``OptunaProposer``: Optuna's TPE over a conditional space of the allowed trainers, via ask/tell.
+
+Seeded by each trainer's defaults (enqueued trials), deterministic for a given ``seed``. With
+``storage=`` (an RDB URL) several processes can share one study.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+
+from mlflow_agentic.engine.types import AttemptRecord, SolutionCandidate
+from mlflow_agentic.trainers.registry import get_trainer
+
+TRAINER_PARAM = "trainer"
+
+
+def _param_name(trainer: str, param: str) -> str:
+    return f"{trainer}.{param}"
+
+
+class OptunaProposer:
+    """TPE sampler (seeded); each proposal is an asked trial, each result is told back."""
+
+    name = "optuna"
+
+    def __init__(self, seed: int = 0, storage: str | None = None, study_name: str | None = None,
+                 sampler=None, seed_defaults: bool = True) -> None:
+        self.seed = seed
+        self.storage = storage
+        self.study_name = study_name
+        self.sampler = sampler
+        self.seed_defaults = seed_defaults
+        self.study = None
+        self._pending: dict[int, tuple[SolutionCandidate, object]] = {}
+
+    # ---- protocol ---------------------------------------------------------------------------
+    def propose_initial(self, dataset, trainers: Sequence[str]) -> list[SolutionCandidate]:
+        self._create_study(dataset, trainers)
+        if not self.seed_defaults:
+            return [self._ask(dataset, trainers, "optuna TPE (random start)")]
+        for name in trainers:
+            trainer = get_trainer(name)
+            defaults = trainer.defaults(dataset)
+            self.study.enqueue_trial(
+                {TRAINER_PARAM: name, **{_param_name(name, k): v for k, v in defaults.items()}},
+                skip_if_exists=self.storage is not None)
+        return [self._ask(dataset, trainers, "trainer defaults (enqueued Optuna trial)")
+                for _ in trainers]
+
+    def propose_next(self, dataset, history: Sequence[AttemptRecord], trainers: Sequence[str]
+                     ) -> SolutionCandidate | None:
+        if self.study is None:
+            self._create_study(dataset, trainers)
+        return self._ask(dataset, trainers, None)
+
+    def observe(self, record: AttemptRecord) -> None:
+        """Tell the study the CV score (as a higher-is-better utility), or FAIL."""
+        from optuna.trial import TrialState
+
+        entry = self._pending.pop(id(record.candidate), None)
+        if entry is None:
+            return
+        _, trial = entry
+        if record.failed or not math.isfinite(record.utility):
+            self.study.tell(trial, state=TrialState.FAIL)
+        else:
+            self.study.tell(trial, record.utility)
+
+    # ---- internals --------------------------------------------------------------------------
+    def _create_study(self, dataset, trainers: Sequence[str]) -> None:
+        import optuna
+
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+        sampler = self.sampler or optuna.samplers.TPESampler(
+            seed=self.seed, multivariate=True, group=True, n_startup_trials=len(trainers),
+            constant_liar=self.storage is not None)
+        self.study = optuna.create_study(
+            direction="maximize", sampler=sampler, storage=self.storage,
+            study_name=self.study_name, load_if_exists=self.storage is not None)
+
+    def _ask(self, dataset, trainers: Sequence[str], rationale: str | None) -> SolutionCandidate:
+        trial = self.study.ask()
+        name = trial.suggest_categorical(TRAINER_PARAM, list(trainers))
+        space = get_trainer(name).space(dataset)
+        params = {k: spec.suggest(trial, _param_name(name, k)) for k, spec in space.items()}
+        candidate = SolutionCandidate(
+            name, params, rationale or f"optuna TPE trial #{trial.number} (seed {self.seed})")
+        self._pending[id(candidate)] = (candidate, trial)
+        return candidate

@@ -1,0 +1,82 @@
+"""Log the refit best model (signature, input example, pinned requirements) and register it."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import warnings
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+import cloudpickle
+import mlflow
+import pandas as pd
+from mlflow.models import infer_signature
+
+from mlflow_agentic.trainers import transforms
+
+BASE_REQUIREMENTS = ("mlflow", "scikit-learn", "cloudpickle", "pandas", "numpy", "scipy")
+DEFAULT_ALIAS = "challenger"
+
+
+def pinned_requirements(extra: tuple[str, ...] = ()) -> list[str]:
+    """``name==installed_version`` for what a served model imports (no slow inference)."""
+    pins = []
+    for dist in (*BASE_REQUIREMENTS, *extra):
+        try:
+            pins.append(f"{dist}=={version(dist)}")
+        except PackageNotFoundError:
+            pins.append(dist)
+    return pins
+
+
+@contextlib.contextmanager
+def _pickle_transforms_by_value():
+    """Embed our small transformer module in the pickle: the model loads without our package."""
+    cloudpickle.register_pickle_by_value(transforms)
+    try:
+        yield
+    finally:
+        cloudpickle.unregister_pickle_by_value(transforms)
+
+
+def signature_frame(X):
+    """Raw inputs with integer columns as float64, so a served request may leave a value out."""
+    ints = [c for c in X.columns if pd.api.types.is_integer_dtype(X[c])]
+    return X.astype({c: "float64" for c in ints}) if ints else X
+
+
+@contextlib.contextmanager
+def _quiet_cloudpickle_warning():
+    """cloudpickle is chosen on purpose (skops refuses tree models); don't warn about it."""
+    logger = logging.getLogger("mlflow.sklearn")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+def log_model(model, dataset, requirements: tuple[str, ...] = (), name: str = "model"):
+    """Log ``model`` to the active run; returns MLflow's ``ModelInfo``."""
+    X = signature_frame(dataset.X)
+    signature = infer_signature(X, model.predict(X))
+    with _pickle_transforms_by_value(), _quiet_cloudpickle_warning(), warnings.catch_warnings():
+        # the example's JSON round trip re-reads 1.0 as 1; the signature above is float already
+        warnings.filterwarnings("ignore", message="Hint: Inferred schema contains integer")
+        return mlflow.sklearn.log_model(
+            model, name=name, signature=signature, input_example=X.head(5),
+            serialization_format="cloudpickle", pip_requirements=pinned_requirements(requirements),
+        )
+
+
+def register(model_uri: str, name: str, tags: dict[str, Any], alias: str = DEFAULT_ALIAS,
+             description: str = ""):
+    """Register ``model_uri`` under ``name`` with evidence tags, and point ``alias`` at it."""
+    client = mlflow.MlflowClient()
+    mv = mlflow.register_model(model_uri, name, tags={k: str(v) for k, v in tags.items()})
+    if description:
+        client.update_model_version(name, mv.version, description=description)
+    client.set_registered_model_alias(name, alias, mv.version)
+    return mv

@@ -1,0 +1,223 @@
+"""``MlflowTracker``: one parent run per search, one child run per attempt, the best registered.
+
+The only module (with ``tracking.models``) that talks to MLflow. It is an engine observer, so the
+engine never imports mlflow.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import mlflow
+from mlflow.entities import Metric, Param, RunTag
+
+from mlflow_agentic.engine.observer import SearchContext, SearchObserver
+from mlflow_agentic.engine.types import AttemptRecord, EngineeringRun, SolutionCandidate
+from mlflow_agentic.tracking import models
+from mlflow_agentic.trainers.registry import get_trainer
+
+TAG_MAX = 5000
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class MlflowTracker(SearchObserver):
+    """Records a search in MLflow and registers the verified best model.
+
+    Uses the configured tracking URI (``MLFLOW_TRACKING_URI``, default ``sqlite:///mlflow.db``).
+    Under ``mlflow run`` the project's run becomes the parent run.
+    """
+
+    def __init__(self, experiment: str | None = None, register_name: str | None = None,
+                 register: bool = True, alias: str = models.DEFAULT_ALIAS,
+                 run_name: str | None = None, tracking_uri: str | None = None) -> None:
+        self.experiment = experiment
+        self.register_name = register_name
+        self.register = register
+        self.alias = alias
+        self.run_name = run_name
+        self.tracking_uri = tracking_uri
+        self.parent_run_id: str | None = None
+        self.child_run_ids: dict[int, str] = {}
+        self.model_uri: str | None = None
+        self.model_version = None
+        self._client = None
+        self._ctx: SearchContext | None = None
+        self._child_open = False
+
+    # ---- search -----------------------------------------------------------------------------
+    def on_search_start(self, context: SearchContext) -> None:
+        self._ctx = ctx = context
+        ds, metric = context.dataset, context.metric
+        if self.tracking_uri:
+            mlflow.set_tracking_uri(self.tracking_uri)
+        self._client = mlflow.MlflowClient()
+        under_project_run = bool(os.environ.get("MLFLOW_RUN_ID")) and mlflow.active_run() is None
+        if self.experiment:
+            mlflow.set_experiment(self.experiment)
+        elif not (under_project_run or os.environ.get("MLFLOW_EXPERIMENT_NAME")
+                  or os.environ.get("MLFLOW_EXPERIMENT_ID")):
+            mlflow.set_experiment(f"{ds.name}-agentic")
+        name = self.run_name or f"{ds.name}-{context.proposer_name}"
+        run = mlflow.start_run(run_name=name, nested=mlflow.active_run() is not None)
+        self.parent_run_id = run.info.run_id
+        tags = {"mlflow.runName": name, "agentic.role": "search", "proposer":
+                context.proposer_name, "dataset": ds.name, "task": ds.task, "target": ds.target,
+                "metric": metric.name, "status": "running"}
+        params = {"proposer": context.proposer_name, "metric": metric.name,
+                  "direction": metric.direction, "trainers": ",".join(context.trainers),
+                  "max_iterations": context.max_iterations, "patience": context.patience,
+                  "cv_folds": context.n_splits, "seed": context.random_state,
+                  "task": ds.task, "target": ds.target, "n_rows": ds.n_rows,
+                  "n_features": len(ds.feature_columns),
+                  "excluded_columns": ",".join(ds.excluded_columns) or "none",
+                  **{k: v for k, v in context.settings.items()}}
+        metrics = {f"baseline_{metric.name}": context.baseline_score}
+        metrics.update({f"baseline_{metric.name}_fold{k + 1}": v
+                        for k, v in enumerate(context.baseline_fold_scores)})
+        # Under `mlflow run` the project's parameters are already logged (params are immutable):
+        # a resolved value that differs from a given one goes under `resolved.<name>`.
+        given = self._client.get_run(self.parent_run_id).data.params
+        params = {(k if given.get(k, str(v)) == str(v) else f"resolved.{k}"): v
+                  for k, v in params.items()}
+        self._log_batch(self.parent_run_id, metrics, params, tags)
+        with warnings.catch_warnings():  # source resolution and int-schema hints: noise here
+            warnings.simplefilter("ignore", UserWarning)
+            source = mlflow.data.from_pandas(ds.frame, source=ds.source or "in-memory",
+                                             targets=ds.target, name=ds.name)
+            mlflow.log_input(source, context="training")
+        mlflow.log_dict({c: vars(i) for c, i in ds.columns.items()}, "columns.json")
+
+    def on_attempt_start(self, index: int, candidate: SolutionCandidate, phase: str) -> None:
+        trainer = getattr(candidate, "trainer", "?")
+        run = mlflow.start_run(run_name=f"{index:02d}-{trainer}", nested=True,
+                               tags={"agentic.role": "attempt", "attempt.index": str(index)})
+        self._child_open = True
+        self.child_run_ids[index] = run.info.run_id
+
+    def on_attempt_end(self, record: AttemptRecord) -> None:
+        run_id = self.child_run_ids[record.index]
+        m = record.metric
+        metrics = {"fit_seconds": record.fit_seconds, "attempt_seconds": record.seconds}
+        if not record.failed:
+            metrics[f"cv_{m}"] = record.score
+            metrics[f"cv_{m}_std"] = record.score_std
+            metrics.update({f"cv_{m}_fold{k + 1}": v for k, v in enumerate(record.fold_scores)})
+        params = {"trainer": record.candidate.trainer, **record.params}
+        status = record.status
+        tags = {
+            "mlflow.runName": f"{record.index:02d}-{record.candidate.trainer} [{status}]",
+            "trainer": record.candidate.trainer, "verdict": status,
+            "verdict.valid": str(record.verdict.valid).lower(),
+            "verdict.reason": record.verdict.reason, "proposer": record.proposer,
+            "rationale": record.candidate.rationale or "-", "attempt.phase": record.phase,
+            "mlflow.note.content": (f"**{status}**: {record.verdict.reason}\n\n"
+                                    f"Rationale: {record.candidate.rationale or '-'}"),
+        }
+        if record.failed:
+            tags["error"] = record.error
+            if record.traceback:
+                mlflow.log_text(record.traceback, "error.txt")
+        self._log_batch(run_id, metrics, params, tags)
+        mlflow.end_run(status="FAILED" if record.failed else "FINISHED")
+        self._child_open = False
+
+    def on_search_end(self, run: EngineeringRun) -> None:
+        ctx, parent = self._ctx, self.parent_run_id
+        m = run.metric
+        metrics = {"n_attempts": len(run.attempts), "n_verified": len(run.valid_attempts),
+                   "n_failed": sum(a.failed for a in run.attempts),
+                   "n_iterations": run.n_iterations, "search_seconds": run.wall_seconds,
+                   "fit_seconds": run.fit_seconds}
+        tags = {"stop_reason": run.stop_reason, "summary": run.summary(), "status": "finished"}
+        best = run.best_attempt
+        if best is not None:
+            metrics[f"best_cv_{m}"] = run.best_score
+            tags.update({"best_run_id": self.child_run_ids.get(best.index, ""),
+                         "best_trainer": best.candidate.trainer,
+                         "best_attempt": str(best.index)})
+        self._write_leaderboard(run)
+        note = [f"### {run.summary()}", "", f"Stopped: {run.stop_reason}."]
+        if run.model is not None and self.register:
+            version = self._log_and_register(run, best)
+            note.append(f"Registered `{version.name}` version {version.version} "
+                        f"as `@{self.alias}`.")
+            tags.update({"registered_model": version.name,
+                         "registered_version": str(version.version)})
+        elif run.model is not None:
+            info = models.log_model(run.model, ctx.dataset,
+                                    get_trainer(best.candidate.trainer).requirements)
+            self.model_uri = info.model_uri
+            note.append("Model logged, not registered (registration disabled).")
+        else:
+            tags["registered_model"] = "none"
+            note.append("Nothing verified: no model was logged or registered.")
+        tags["mlflow.note.content"] = "\n".join(note)
+        self._log_batch(parent, metrics, {}, tags)
+        mlflow.end_run(status="FINISHED")
+
+    def on_search_error(self, error: BaseException) -> None:
+        status = "KILLED" if isinstance(error, KeyboardInterrupt) else "FAILED"
+        if self._child_open:
+            mlflow.end_run(status=status)
+            self._child_open = False
+        if self.parent_run_id and mlflow.active_run() is not None:
+            self._log_batch(self.parent_run_id, {}, {},
+                            {"status": status.lower(), "error": f"{type(error).__name__}: {error}"})
+            mlflow.end_run(status=status)
+
+    # ---- helpers ----------------------------------------------------------------------------
+    def _log_and_register(self, run: EngineeringRun, best: AttemptRecord):
+        ctx = self._ctx
+        trainer = get_trainer(best.candidate.trainer)
+        info = models.log_model(run.model, ctx.dataset, trainer.requirements)
+        self.model_uri = info.model_uri
+        name = self.register_name or f"{ctx.dataset.name}-agentic"
+        evidence = {
+            "metric": run.metric, f"cv_{run.metric}": f"{run.best_score:.6f}",
+            f"baseline_{run.metric}": f"{run.baseline_score:.6f}",
+            "verdict": best.verdict.reason, "trainer": best.candidate.trainer,
+            "run_id": self.child_run_ids.get(best.index, ""), "search_run_id": self.parent_run_id,
+            "proposer": ctx.proposer_name, "dataset": ctx.dataset.name,
+        }
+        self.model_version = models.register(
+            info.model_uri, name, evidence, alias=self.alias,
+            description=f"{run.summary()}\n\nSearch run {self.parent_run_id}.")
+        return self.model_version
+
+    def _write_leaderboard(self, run: EngineeringRun) -> None:
+        import pandas as pd
+
+        rows = []
+        for rank, a in enumerate(run.leaderboard(), start=1):
+            rows.append({
+                "rank": rank, "attempt": a.index, "run_id": self.child_run_ids.get(a.index, ""),
+                "trainer": a.candidate.trainer, "status": a.status, "phase": a.phase,
+                f"cv_{run.metric}": None if a.failed else a.score,
+                f"cv_{run.metric}_std": None if a.failed else a.score_std,
+                "fit_seconds": round(a.fit_seconds, 3), "reason": a.verdict.reason,
+                "params": json.dumps(dict(a.params), default=str), "rationale":
+                a.candidate.rationale})
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "leaderboard.csv"
+            pd.DataFrame(rows).to_csv(path, index=False)
+            summary = Path(tmp) / "summary.txt"
+            summary.write_text(run.summary() + f"\nstopped: {run.stop_reason}\n")
+            self._client.log_artifact(self.parent_run_id, str(path))
+            self._client.log_artifact(self.parent_run_id, str(summary))
+
+    def _log_batch(self, run_id: str, metrics: dict, params: dict, tags: dict) -> None:
+        ts = _now_ms()
+        self._client.log_batch(
+            run_id,
+            metrics=[Metric(k, float(v), ts, 0) for k, v in metrics.items()],
+            params=[Param(k, str(v)[:6000]) for k, v in params.items()],
+            tags=[RunTag(k, str(v)[:TAG_MAX]) for k, v in tags.items()],
+        )

@@ -1,0 +1,78 @@
+"""``Trainer``: a named recipe for an unfitted sklearn Pipeline plus its search space.
+
+A third-party package adds one by exposing a ``Trainer`` (or a zero-argument callable returning
+one or a list) under the entry-point group ``mlflow_agentic.trainers``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from sklearn.pipeline import Pipeline
+
+from mlflow_agentic.errors import ProposerOutputError
+from mlflow_agentic.trainers.preprocessing import build_preprocessor
+from mlflow_agentic.trainers.space import ParamSpec
+
+ALL_TASKS = frozenset({"binary", "multiclass", "regression"})
+
+
+@dataclass(frozen=True)
+class Trainer:
+    """``build_model(task, params, random_state)`` returns an unfitted estimator.
+
+    ``space(dataset)`` and ``defaults(dataset)`` may scale with the data size; every default must
+    lie inside the space (Optuna is seeded with it).
+    """
+
+    name: str
+    build_model: Callable[[str, dict[str, Any], int], Any]
+    space: Callable[[Any], dict[str, ParamSpec]]
+    defaults: Callable[[Any], dict[str, Any]]
+    tasks: frozenset[str] = ALL_TASKS
+    preprocessing: str = "ordinal"
+    requirements: tuple[str, ...] = ()
+    """Distributions a logged model of this trainer needs (pinned at logging time)."""
+    description: str = ""
+    source: str = field(default="builtin", compare=False)
+
+    def supports(self, task: str) -> bool:
+        return task in self.tasks
+
+    def resolve_params(self, dataset, params: Mapping[str, Any] | None) -> dict[str, Any]:
+        """Defaults overlaid with ``params``, each coerced to its declared type.
+
+        Raises ``ProposerOutputError`` naming the bad parameter and the valid ones.
+        """
+        if params is None:
+            params = {}
+        if not isinstance(params, Mapping):
+            raise ProposerOutputError(
+                f"params for trainer {self.name!r} must be a mapping of name -> value, "
+                f"got {type(params).__name__}: {params!r}"
+            )
+        space = self.space(dataset)
+        resolved = dict(self.defaults(dataset))
+        for key, value in params.items():
+            if key not in space:
+                raise ProposerOutputError(
+                    f"unknown parameter {key!r} for trainer {self.name!r}. "
+                    f"Valid: {', '.join(sorted(space))}"
+                )
+            try:
+                resolved[key] = space[key].coerce(value)
+            except (TypeError, ValueError) as exc:
+                raise ProposerOutputError(
+                    f"bad value for {self.name}.{key}: {exc} (space: {space[key].describe()})"
+                ) from exc
+        return resolved
+
+    def pipeline(self, dataset, params: Mapping[str, Any] | None = None,
+                 random_state: int = 0) -> Pipeline:
+        """Unfitted ``Pipeline(preprocess, model)`` for this dataset."""
+        resolved = self.resolve_params(dataset, params)
+        model = self.build_model(dataset.task, resolved, random_state)
+        return Pipeline([("preprocess", build_preprocessor(dataset, self.preprocessing)),
+                         ("model", model)])

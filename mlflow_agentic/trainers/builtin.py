@@ -1,0 +1,195 @@
+"""The built-in trainers. Search spaces scale with the number of training rows."""
+
+from __future__ import annotations
+
+import importlib.util
+
+from mlflow_agentic.trainers.base import Trainer
+from mlflow_agentic.trainers.space import CategoricalParam as Cat
+from mlflow_agentic.trainers.space import FloatParam as Float
+from mlflow_agentic.trainers.space import IntParam as Int
+
+N_JOBS = -1
+
+
+def _leaf_cap(dataset, per: int, floor: int, ceiling: int) -> int:
+    """Upper bound for a leaf-size parameter: grows with the rows, within [floor, ceiling]."""
+    return int(min(ceiling, max(floor, dataset.n_rows // per)))
+
+
+def _estimators_cap(dataset) -> int:
+    """More trees for small data (cheap), fewer for large data (each tree is expensive)."""
+    return 500 if dataset.n_rows <= 50_000 else 300
+
+
+def _is_classification(task: str) -> bool:
+    return task in ("binary", "multiclass")
+
+
+# ---- linear ---------------------------------------------------------------------------------
+def _linear_model(task, p, seed):
+    if _is_classification(task):
+        from sklearn.linear_model import LogisticRegression
+
+        return LogisticRegression(C=p["C"], class_weight=p["class_weight"], max_iter=2000)
+    from sklearn.linear_model import Ridge
+
+    return Ridge(alpha=p["alpha"])
+
+
+def _linear_space(ds):
+    if _is_classification(ds.task):
+        return {"C": Float(1e-3, 1e2, log=True), "class_weight": Cat((None, "balanced"))}
+    return {"alpha": Float(1e-3, 1e3, log=True)}
+
+
+def _linear_defaults(ds):
+    if _is_classification(ds.task):
+        return {"C": 1.0, "class_weight": None}
+    return {"alpha": 1.0}
+
+
+# ---- bagged trees ---------------------------------------------------------------------------
+def _forest(kind):
+    def build(task, p, seed):
+        from sklearn import ensemble
+
+        name = ("RandomForest" if kind == "rf" else "ExtraTrees") + (
+            "Classifier" if _is_classification(task) else "Regressor")
+        return getattr(ensemble, name)(
+            n_estimators=p["n_estimators"], max_depth=p["max_depth"],
+            min_samples_leaf=p["min_samples_leaf"], max_features=p["max_features"],
+            n_jobs=N_JOBS, random_state=seed)
+
+    return build
+
+
+def _forest_space(ds):
+    return {
+        "n_estimators": Int(50, _estimators_cap(ds), log=True),
+        "max_depth": Cat((None, 4, 8, 12, 16, 24)),
+        "min_samples_leaf": Int(1, _leaf_cap(ds, 200, 5, 50), log=True),
+        "max_features": Cat(("sqrt", 0.5, 1.0)),
+    }
+
+
+def _forest_defaults(ds):
+    return {"n_estimators": 200, "max_depth": None, "min_samples_leaf": 1,
+            "max_features": "sqrt" if _is_classification(ds.task) else 1.0}
+
+
+# ---- histogram gradient boosting ----------------------------------------------------------
+def _hgb_model(task, p, seed):
+    from sklearn import ensemble
+
+    cls = (ensemble.HistGradientBoostingClassifier if _is_classification(task)
+           else ensemble.HistGradientBoostingRegressor)
+    return cls(learning_rate=p["learning_rate"], max_iter=p["max_iter"],
+               max_leaf_nodes=p["max_leaf_nodes"], min_samples_leaf=p["min_samples_leaf"],
+               l2_regularization=p["l2_regularization"], random_state=seed)
+
+
+def _hgb_space(ds):
+    return {
+        "learning_rate": Float(0.01, 0.3, log=True),
+        "max_iter": Int(50, _estimators_cap(ds), log=True),
+        "max_leaf_nodes": Int(8, _leaf_cap(ds, 50, 31, 128), log=True),
+        "min_samples_leaf": Int(5, _leaf_cap(ds, 50, 40, 200), log=True),
+        "l2_regularization": Float(0.0, 10.0),
+    }
+
+
+def _hgb_defaults(ds):
+    return {"learning_rate": 0.1, "max_iter": 100, "max_leaf_nodes": 31, "min_samples_leaf": 20,
+            "l2_regularization": 0.0}
+
+
+# ---- xgboost --------------------------------------------------------------------------------
+def _xgb_model(task, p, seed):
+    import xgboost as xgb
+
+    from mlflow_agentic.trainers.transforms import EncodedLabelClassifier
+
+    common = dict(p, tree_method="hist", n_jobs=N_JOBS, random_state=seed, verbosity=0)
+    if _is_classification(task):
+        return EncodedLabelClassifier(xgb.XGBClassifier(**common))
+    return xgb.XGBRegressor(**common)
+
+
+def _boost_space(ds, leaves: bool):
+    space = {
+        "n_estimators": Int(50, _estimators_cap(ds) + 100, log=True),
+        "learning_rate": Float(0.01, 0.3, log=True),
+        "subsample": Float(0.5, 1.0),
+        "colsample_bytree": Float(0.5, 1.0),
+        "reg_lambda": Float(1e-3, 10.0, log=True),
+    }
+    if leaves:
+        space["num_leaves"] = Int(8, _leaf_cap(ds, 20, 31, 256), log=True)
+        space["min_child_samples"] = Int(5, _leaf_cap(ds, 50, 40, 200), log=True)
+    else:
+        space["max_depth"] = Int(2, 10)
+        space["min_child_weight"] = Float(0.5, 20.0, log=True)
+    return space
+
+
+def _xgb_defaults(ds):
+    return {"n_estimators": 200, "learning_rate": 0.1, "subsample": 1.0,
+            "colsample_bytree": 1.0, "reg_lambda": 1.0, "max_depth": 6, "min_child_weight": 1.0}
+
+
+# ---- lightgbm -------------------------------------------------------------------------------
+def _lgbm_model(task, p, seed):
+    import lightgbm as lgb
+
+    cls = lgb.LGBMClassifier if _is_classification(task) else lgb.LGBMRegressor
+    return cls(**p, subsample_freq=1 if p["subsample"] < 1 else 0, n_jobs=2, random_state=seed,
+               verbose=-1)
+
+
+def _lgbm_defaults(ds):
+    return {"n_estimators": 200, "learning_rate": 0.1, "subsample": 1.0,
+            "colsample_bytree": 1.0, "reg_lambda": 1e-3, "num_leaves": 31,
+            "min_child_samples": 20}
+
+
+# ---- catboost -------------------------------------------------------------------------------
+def _cat_model(task, p, seed):
+    import catboost as cb
+
+    cls = cb.CatBoostClassifier if _is_classification(task) else cb.CatBoostRegressor
+    return cls(**p, random_seed=seed, thread_count=2, verbose=False, allow_writing_files=False)
+
+
+def _cat_space(ds):
+    return {"iterations": Int(100, _estimators_cap(ds) + 300, log=True), "depth": Int(4, 8),
+            "learning_rate": Float(0.01, 0.3, log=True), "l2_leaf_reg": Float(1.0, 10.0, log=True)}
+
+
+def _cat_defaults(ds):
+    return {"iterations": 300, "depth": 6, "learning_rate": 0.1, "l2_leaf_reg": 3.0}
+
+
+def builtin_trainers() -> list[Trainer]:
+    """Built-ins, with lightgbm and catboost only when their libraries are installed."""
+    trainers = [
+        Trainer("linear", _linear_model, _linear_space, _linear_defaults, preprocessing="scaled",
+                description="logistic regression (classification) / ridge (regression)"),
+        Trainer("random_forest", _forest("rf"), _forest_space, _forest_defaults,
+                description="random forest"),
+        Trainer("extra_trees", _forest("et"), _forest_space, _forest_defaults,
+                description="extremely randomized trees"),
+        Trainer("hist_gradient_boosting", _hgb_model, _hgb_space, _hgb_defaults,
+                preprocessing="native", description="scikit-learn histogram gradient boosting"),
+        Trainer("xgboost", _xgb_model, lambda ds: _boost_space(ds, leaves=False), _xgb_defaults,
+                preprocessing="native", requirements=("xgboost",), description="XGBoost"),
+    ]
+    if importlib.util.find_spec("lightgbm") is not None:
+        trainers.append(Trainer("lightgbm", _lgbm_model, lambda ds: _boost_space(ds, leaves=True),
+                                _lgbm_defaults, preprocessing="native",
+                                requirements=("lightgbm",), description="LightGBM"))
+    if importlib.util.find_spec("catboost") is not None:
+        trainers.append(Trainer("catboost", _cat_model, _cat_space, _cat_defaults,
+                                preprocessing="native", requirements=("catboost",),
+                                description="CatBoost"))
+    return trainers

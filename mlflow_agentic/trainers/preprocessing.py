@@ -1,0 +1,65 @@
+"""The ColumnTransformer in front of every model, chosen by the model's needs.
+
+Styles: ``scaled`` (impute, scale, one-hot: linear models), ``ordinal`` (impute, ordinal codes:
+bagged trees), ``native`` (keep NaN, ordinal codes: boosting libraries that handle missing values).
+The transformer is built unfitted, so each CV fold fits its own preprocessing (no leakage).
+"""
+
+from __future__ import annotations
+
+from sklearn.compose import ColumnTransformer
+from sklearn.impute import SimpleImputer
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import (
+    FunctionTransformer,
+    OneHotEncoder,
+    OrdinalEncoder,
+    StandardScaler,
+)
+
+from mlflow_agentic.trainers import transforms as tf
+
+STYLES = ("scaled", "ordinal", "native")
+ONE_HOT_MAX_CATEGORIES = 20
+
+
+def build_preprocessor(dataset, style: str = "ordinal") -> ColumnTransformer:
+    """Preprocessing for the dataset's feature columns; ID and constant columns are dropped."""
+    if style not in STYLES:
+        raise ValueError(f"unknown preprocessing style {style!r}; valid: {', '.join(STYLES)}")
+    numeric = dataset.columns_of("numeric")
+    categorical = dataset.columns_of("categorical")
+    dates = dataset.columns_of("datetime")
+
+    def numbers(*steps):
+        first = ("to_number", FunctionTransformer(tf.to_numeric_frame,
+                                                  feature_names_out="one-to-one"))
+        return Pipeline([first, *steps])
+
+    num_steps = []
+    if style != "native":
+        num_steps.append(("impute", SimpleImputer(strategy="median", keep_empty_features=True)))
+    if style == "scaled":
+        num_steps.append(("scale", StandardScaler()))
+
+    if style == "scaled":
+        encoder = OneHotEncoder(handle_unknown="infrequent_if_exist",
+                                max_categories=ONE_HOT_MAX_CATEGORIES, sparse_output=False)
+    else:
+        encoder = OrdinalEncoder(handle_unknown="use_encoded_value", unknown_value=-1,
+                                 encoded_missing_value=-1)
+    cat = Pipeline([("as_text", FunctionTransformer(tf.to_category_text,
+                                                    feature_names_out="one-to-one")),
+                    ("encode", encoder)])
+    date_steps = [("features", FunctionTransformer(tf.to_datetime_features,
+                                                   feature_names_out=tf.datetime_feature_names))]
+    date_steps += num_steps
+
+    parts = []
+    if numeric:
+        parts.append(("numeric", numbers(*num_steps), numeric))
+    if categorical:
+        parts.append(("categorical", cat, categorical))
+    if dates:
+        parts.append(("datetime", Pipeline(date_steps), dates))
+    return ColumnTransformer(parts, remainder="drop", verbose_feature_names_out=False)

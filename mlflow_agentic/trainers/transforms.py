@@ -1,0 +1,74 @@
+"""Picklable building blocks that end up inside a logged model.
+
+This module imports only numpy, pandas and scikit-learn, and is pickled *by value* into logged
+models (see ``tracking.models``), so a served model needs no mlflow-agentic install.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.preprocessing import LabelEncoder
+
+MISSING_CATEGORY = "__missing__"
+
+
+def to_numeric_frame(X):
+    """Coerce every column to float; text blanks and unparseable cells become NaN."""
+    frame = pd.DataFrame(X).copy()
+    for col in frame.columns:
+        series = frame[col]
+        if not pd.api.types.is_numeric_dtype(series) or pd.api.types.is_bool_dtype(series):
+            series = series.astype("object").map(
+                lambda v: v.strip() if isinstance(v, str) else v).replace("", np.nan)
+        frame[col] = pd.to_numeric(series, errors="coerce").astype(float)
+    return frame
+
+
+def to_category_text(X):
+    """Categorical columns as plain strings with an explicit missing category."""
+    frame = pd.DataFrame(X).astype("object")
+    return frame.where(frame.notna(), MISSING_CATEGORY).astype(str).astype("object")
+
+
+def to_datetime_features(X):
+    """Each date column -> (days since epoch, month, day of week)."""
+    frame = pd.DataFrame(X)
+    out = {}
+    for col in frame.columns:
+        ts = pd.to_datetime(frame[col], errors="coerce", format="mixed")
+        days = (ts - pd.Timestamp("1970-01-01")).dt.total_seconds() / 86400.0
+        out[f"{col}__days"] = days
+        out[f"{col}__month"] = ts.dt.month.astype(float)
+        out[f"{col}__dayofweek"] = ts.dt.dayofweek.astype(float)
+    return pd.DataFrame(out, index=frame.index)
+
+
+def datetime_feature_names(transformer, input_features):
+    return np.array([f"{c}__{p}" for c in input_features for p in ("days", "month", "dayofweek")],
+                    dtype=object)
+
+
+class EncodedLabelClassifier(ClassifierMixin, BaseEstimator):
+    """Fit ``estimator`` on integer-coded labels, answer in the original labels.
+
+    For libraries (xgboost) that only accept 0..k-1 targets, so a served model still says "Yes".
+    """
+
+    def __init__(self, estimator=None):
+        self.estimator = estimator
+
+    def fit(self, X, y, **fit_params):
+        self.label_encoder_ = LabelEncoder().fit(y)
+        self.classes_ = self.label_encoder_.classes_
+        self.estimator_ = clone(self.estimator).fit(X, self.label_encoder_.transform(y),
+                                                    **fit_params)
+        return self
+
+    def predict(self, X):
+        return self.label_encoder_.inverse_transform(np.asarray(self.estimator_.predict(X),
+                                                                dtype=int))
+
+    def predict_proba(self, X):
+        return self.estimator_.predict_proba(X)

@@ -1,0 +1,5 @@
+"""Deterministic verification of scores."""
+
+from mlflow_agentic.verify.verifier import DEFAULT_MARGIN, DeterministicVerifier
+
+__all__ = ["DEFAULT_MARGIN", "DeterministicVerifier"]
