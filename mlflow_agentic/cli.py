@@ -18,6 +18,30 @@ def _blank_to_none(ctx, param, value):
     return None if value is None or str(value).strip() == "" else value
 
 
+class WholeNumber(click.ParamType):
+    """An integer that also accepts "8.0" (MLproject float parameters)."""
+
+    name = "integer"
+
+    def __init__(self, min: int | None = None) -> None:
+        self.min = min
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, int):
+            number = value
+        else:
+            try:
+                as_float = float(str(value))
+            except ValueError:
+                self.fail(f"{value!r} is not an integer", param, ctx)
+            if as_float != int(as_float):
+                self.fail(f"{value!r} is not an integer", param, ctx)
+            number = int(as_float)
+        if self.min is not None and number < self.min:
+            self.fail(f"{number} is below the minimum {self.min}", param, ctx)
+        return number
+
+
 def _split_list(value):
     if not value:
         return None
@@ -39,11 +63,11 @@ def main() -> None:
               help="Who proposes candidates.")
 @click.option("--trainers", callback=_blank_to_none,
               help="Comma-separated trainers to search (default: all that fit the task).")
-@click.option("--max-iterations", type=click.IntRange(min=0), default=8, show_default=True,
+@click.option("--max-iterations", type=WholeNumber(min=0), default=8, show_default=True,
               help="Reflection rounds after the seed candidates.")
-@click.option("--patience", type=click.IntRange(min=1), default=3, show_default=True,
+@click.option("--patience", type=WholeNumber(min=1), default=3, show_default=True,
               help="Stop after this many rounds without a verified improvement.")
-@click.option("--cv", type=click.IntRange(min=2), default=5, show_default=True,
+@click.option("--cv", type=WholeNumber(min=2), default=5, show_default=True,
               help="Cross-validation folds.")
 @click.option("--metric", callback=_blank_to_none,
               help="roc_auc, log_loss, accuracy, balanced_accuracy, f1, roc_auc_ovr, rmse, mae, "
@@ -53,7 +77,7 @@ def main() -> None:
 @click.option("--no-register", is_flag=True, help="Log the best model but do not register it.")
 @click.option("--experiment", callback=_blank_to_none,
               help="MLflow experiment (default: <data file stem>-agentic).")
-@click.option("--seed", type=int, default=0, show_default=True,
+@click.option("--seed", type=WholeNumber(), default=0, show_default=True,
               help="Seed for CV splits, models and the proposer.")
 @click.option("--candidates", callback=_blank_to_none, type=click.Path(),
               help="JSON list of {trainer, params} for --proposer sequence.")

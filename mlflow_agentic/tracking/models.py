@@ -10,7 +10,6 @@ from typing import Any
 
 import cloudpickle
 import mlflow
-import pandas as pd
 from mlflow.models import infer_signature
 
 from mlflow_agentic.trainers import transforms
@@ -40,12 +39,6 @@ def _pickle_transforms_by_value():
         cloudpickle.unregister_pickle_by_value(transforms)
 
 
-def signature_frame(X):
-    """Raw inputs with integer columns as float64, so a served request may leave a value out."""
-    ints = [c for c in X.columns if pd.api.types.is_integer_dtype(X[c])]
-    return X.astype({c: "float64" for c in ints}) if ints else X
-
-
 @contextlib.contextmanager
 def _quiet_cloudpickle_warning():
     """cloudpickle is chosen on purpose (skops refuses tree models); don't warn about it."""
@@ -60,11 +53,12 @@ def _quiet_cloudpickle_warning():
 
 def log_model(model, dataset, requirements: tuple[str, ...] = (), name: str = "model"):
     """Log ``model`` to the active run; returns MLflow's ``ModelInfo``."""
-    X = signature_frame(dataset.X)
-    signature = infer_signature(X, model.predict(X))
+    X = dataset.X  # raw columns as in the file: the pipeline does all preprocessing
     with _pickle_transforms_by_value(), _quiet_cloudpickle_warning(), warnings.catch_warnings():
-        # the example's JSON round trip re-reads 1.0 as 1; the signature above is float already
+        # MLflow hints that int columns cannot carry missing values; int64 -> float64 is refused
+        # at serving time, so the schema keeps the file's own types (documented in the README)
         warnings.filterwarnings("ignore", message="Hint: Inferred schema contains integer")
+        signature = infer_signature(X, model.predict(X))
         return mlflow.sklearn.log_model(
             model, name=name, signature=signature, input_example=X.head(5),
             serialization_format="cloudpickle", pip_requirements=pinned_requirements(requirements),

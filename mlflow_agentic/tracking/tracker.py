@@ -59,12 +59,7 @@ class MlflowTracker(SearchObserver):
         if self.tracking_uri:
             mlflow.set_tracking_uri(self.tracking_uri)
         self._client = mlflow.MlflowClient()
-        under_project_run = bool(os.environ.get("MLFLOW_RUN_ID")) and mlflow.active_run() is None
-        if self.experiment:
-            mlflow.set_experiment(self.experiment)
-        elif not (under_project_run or os.environ.get("MLFLOW_EXPERIMENT_NAME")
-                  or os.environ.get("MLFLOW_EXPERIMENT_ID")):
-            mlflow.set_experiment(f"{ds.name}-agentic")
+        self._choose_experiment(ds)
         name = self.run_name or f"{ds.name}-{context.proposer_name}"
         run = mlflow.start_run(run_name=name, nested=mlflow.active_run() is not None)
         self.parent_run_id = run.info.run_id
@@ -174,6 +169,29 @@ class MlflowTracker(SearchObserver):
             mlflow.end_run(status=status)
 
     # ---- helpers ----------------------------------------------------------------------------
+    def _choose_experiment(self, ds) -> None:
+        """``--experiment``, else the one ``mlflow run`` or the environment names (if it exists
+        in this store), else ``<data>-agentic``."""
+        if os.environ.get("MLFLOW_RUN_ID") and mlflow.active_run() is None:
+            if self.experiment:
+                warnings.warn("under `mlflow run` the run's experiment is fixed; use "
+                              "`mlflow run --experiment-name` instead of --experiment",
+                              stacklevel=3)
+            return
+        if self.experiment:
+            mlflow.set_experiment(self.experiment)
+            return
+        if os.environ.get("MLFLOW_EXPERIMENT_NAME"):
+            return
+        env_id = os.environ.get("MLFLOW_EXPERIMENT_ID")
+        if env_id:
+            try:
+                self._client.get_experiment(env_id)
+                return
+            except mlflow.exceptions.MlflowException:
+                pass  # left over from another store in this process
+        mlflow.set_experiment(f"{ds.name}-agentic")
+
     def _log_and_register(self, run: EngineeringRun, best: AttemptRecord):
         ctx = self._ctx
         trainer = get_trainer(best.candidate.trainer)

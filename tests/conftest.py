@@ -1,0 +1,130 @@
+"""Shared fixtures: real MLflow sqlite stores under tmp_path, small real datasets, and a
+deliberately broken trainer installed through the real entry-point group."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import mlflow
+import numpy as np
+import pandas as pd
+import pytest
+
+from mlflow_agentic.data import Dataset
+from mlflow_agentic.trainers import trainer_registry
+
+ROOT = Path(__file__).resolve().parents[1]
+CHURN = ROOT / "examples" / "churn.csv"
+
+
+@pytest.fixture(scope="session")
+def churn_frame() -> pd.DataFrame:
+    """800 rows of the real Telco churn file (stratified sample), raw as read."""
+    df = pd.read_csv(CHURN)
+    parts = [g.sample(frac=800 / len(df), random_state=0) for _, g in df.groupby("Churn")]
+    return pd.concat(parts).sample(frac=1.0, random_state=0).reset_index(drop=True)
+
+
+@pytest.fixture(scope="session")
+def churn_small(churn_frame) -> Dataset:
+    return Dataset.from_frame(churn_frame, name="churn")
+
+
+def scripted_frame(n: int = 400, seed: int = 0) -> pd.DataFrame:
+    """Binary task with one informative column ``signal`` and one pure-noise column ``noise``."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    return pd.DataFrame({"signal": y + rng.normal(0, 1.0, n), "noise": rng.normal(0, 1, n),
+                         "target": y})
+
+
+@pytest.fixture
+def tracking_uri(tmp_path, monkeypatch) -> str:
+    """A fresh sqlite MLflow store (tracking + registry) under tmp_path, set as the default."""
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    for var in ("MLFLOW_EXPERIMENT_ID", "MLFLOW_EXPERIMENT_NAME", "MLFLOW_RUN_ID"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.chdir(tmp_path)
+    mlflow.set_tracking_uri(uri)
+    yield uri
+    while mlflow.active_run() is not None:
+        mlflow.end_run()
+    mlflow.set_tracking_uri(None)
+
+
+BROKEN_PLUGIN = textwrap.dedent('''
+    """A trainer package whose model always raises inside fit (for failure-path tests)."""
+    from sklearn.base import BaseEstimator, ClassifierMixin
+    from mlflow_agentic.trainers import Trainer
+
+
+    class ExplodingClassifier(ClassifierMixin, BaseEstimator):
+        def fit(self, X, y):
+            raise RuntimeError("deliberately broken trainer: fit always raises")
+
+
+    TRAINER = Trainer(
+        "broken",
+        build_model=lambda task, params, seed: ExplodingClassifier(),
+        space=lambda dataset: {},
+        defaults=lambda dataset: {},
+        tasks=frozenset({"binary", "multiclass"}),
+        description="always fails",
+    )
+''')
+
+
+@pytest.fixture(scope="session")
+def broken_plugin_dir(tmp_path_factory) -> Path:
+    """A directory holding an installed-style distribution with a ``mlflow_agentic.trainers``
+    entry point; put it on sys.path or PYTHONPATH to install it."""
+    site = tmp_path_factory.mktemp("site")
+    (site / "broken_trainer_plugin.py").write_text(BROKEN_PLUGIN)
+    info = site / "broken_trainer_plugin-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-trainer-plugin\n"
+                                   "Version: 0.1\n")
+    (info / "entry_points.txt").write_text(
+        "[mlflow_agentic.trainers]\nbroken = broken_trainer_plugin:TRAINER\n")
+    return site
+
+
+@pytest.fixture
+def broken_trainer(broken_plugin_dir):
+    """The broken trainer, discovered through importlib.metadata entry points."""
+    sys.path.insert(0, str(broken_plugin_dir))
+    trainer_registry(refresh=True)
+    yield "broken"
+    sys.path.remove(str(broken_plugin_dir))
+    sys.modules.pop("broken_trainer_plugin", None)
+    trainer_registry(refresh=True)
+
+
+class TrackedSearch:
+    """A finished search recorded in a real sqlite store, shared by the tests that read it."""
+
+    def __init__(self, uri, run, tracker, dataset):
+        self.uri, self.run, self.tracker, self.dataset = uri, run, tracker, dataset
+        self.client = mlflow.MlflowClient(tracking_uri=uri, registry_uri=uri)
+
+
+@pytest.fixture(scope="session")
+def tracked_search(tmp_path_factory, churn_small) -> TrackedSearch:
+    from mlflow_agentic import AgenticAutoML, OptunaProposer
+    from mlflow_agentic.tracking import MlflowTracker
+
+    root = tmp_path_factory.mktemp("tracked")
+    uri = f"sqlite:///{root / 'mlflow.db'}"
+    previous = mlflow.get_tracking_uri()
+    mlflow.set_tracking_uri(uri)
+    try:
+        tracker = MlflowTracker()
+        run = AgenticAutoML(OptunaProposer(seed=0), max_iterations=3, patience=5, cv=3,
+                            trainers=["linear", "xgboost", "random_forest"],
+                            observers=[tracker]).solve(churn_small)
+    finally:
+        mlflow.set_tracking_uri(previous)
+    return TrackedSearch(uri, run, tracker, churn_small)

@@ -1,0 +1,95 @@
+"""Dataset loading, column typing, task and target inference, and the errors users see."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mlflow_agentic.data import Dataset
+from mlflow_agentic.errors import UserInputError
+from tests.conftest import CHURN
+
+
+def test_churn_is_typed_like_a_person_would(churn_small):
+    ds = Dataset.from_path(CHURN)
+    assert ds.target == "Churn" and ds.task == "binary" and ds.classes == ("No", "Yes")
+    assert ds.name == "churn" and ds.n_rows == 7043
+    cols = ds.columns
+    assert cols["customerID"].kind == "id"
+    assert cols["TotalCharges"].kind == "numeric" and cols["TotalCharges"].numeric_text
+    assert cols["TotalCharges"].missing_rate == pytest.approx(11 / 7043)
+    assert cols["tenure"].kind == "numeric" and cols["Contract"].kind == "categorical"
+    assert "customerID" in ds.excluded_columns and "customerID" not in ds.feature_columns
+    # the raw frame is kept as read: the model pipeline does the coercion
+    assert not pd.api.types.is_numeric_dtype(ds.X["TotalCharges"])
+
+
+def test_task_inference():
+    rng = np.random.default_rng(0)
+    base = {"a": rng.normal(size=120), "b": rng.choice(list("xyz"), 120)}
+    assert Dataset.from_frame(pd.DataFrame({**base, "y": rng.normal(size=120)})).task == \
+        "regression"
+    assert Dataset.from_frame(pd.DataFrame({**base, "y": rng.integers(0, 3, 120)})).task == \
+        "multiclass"
+    assert Dataset.from_frame(pd.DataFrame({**base, "label": rng.choice(["a", "b"], 120)})
+                              ).task == "binary"
+
+
+def test_column_kinds():
+    n = 60
+    df = pd.DataFrame({
+        "row_id": np.arange(n), "const": 1, "when": pd.date_range("2024-01-01", periods=n)
+        .strftime("%Y-%m-%d"), "num": np.linspace(0, 1, n), "cat": ["p", "q", "r"] * 20,
+        "target": [0, 1] * 30})
+    kinds = {c: i.kind for c, i in Dataset.from_frame(df).columns.items()}
+    assert kinds == {"row_id": "id", "const": "constant", "when": "datetime", "num": "numeric",
+                     "cat": "categorical"}
+
+
+def test_rows_with_missing_target_are_dropped_and_noted():
+    df = pd.DataFrame({"x": [i % 7 for i in range(30)], "target": ["a", "b", None] * 10})
+    ds = Dataset.from_frame(df)
+    assert ds.n_rows == 20 and ds.dropped_missing_target == 10 and ds.notes
+
+
+def test_parquet_roundtrip(tmp_path, churn_frame):
+    path = tmp_path / "customers.parquet"
+    churn_frame.to_parquet(path)
+    ds = Dataset.from_path(path, target="Churn")
+    assert ds.name == "customers" and ds.n_rows == len(churn_frame)
+
+
+@pytest.mark.parametrize("columns, fragment", [
+    (["a", "b", "c"], "no column is named like a target"),
+    (["a", "label", "target"], "several columns look like a target (label, target)"),
+])
+def test_ambiguous_target_lists_the_columns(columns, fragment):
+    df = pd.DataFrame({c: [0, 1] * 5 for c in columns})
+    with pytest.raises(UserInputError) as err:
+        Dataset.from_frame(df)
+    assert fragment in str(err.value) and "Pass --target with one of: " in str(err.value)
+
+
+def write(tmp_path, name, text):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize("make, target, fragment", [
+    (lambda p: p / "nope.csv", None, "data file not found"),
+    (lambda p: write(p, "empty.csv", ""), None, "data file is empty"),
+    (lambda p: write(p, "header.csv", "a,b,target\n"), None, "header but no rows"),
+    (lambda p: write(p, "data.json", "{}"), None, "unsupported file type '.json'"),
+    (lambda p: write(p, "bin.parquet", "not parquet"), None, "cannot read"),
+    (lambda p: write(p, "ok.csv", "a,target\n1,0\n2,1\n"), "Target", "target column 'Target' not "
+     "found in"),
+    (lambda p: write(p, "one.csv", "a,target\n1,x\n2,x\n3,x\n"), None, "single class 'x'"),
+    (lambda p: write(p, "miss.csv", "a,target\n1,\n2,\n"), None, "missing in all 2 rows"),
+])
+def test_bad_files_name_the_problem(tmp_path, make, target, fragment):
+    path = make(tmp_path)
+    with pytest.raises(UserInputError) as err:
+        Dataset.from_path(path, target)
+    assert fragment in str(err.value)

@@ -1,0 +1,140 @@
+"""The loop's semantics, pinned with a scripted trainer and scripted proposers."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import pytest
+
+from mlflow_agentic import AgenticAutoML, Dataset, SequenceProposer, SolutionCandidate
+from mlflow_agentic.trainers import register_trainer, trainer_registry
+from tests.conftest import scripted_frame
+from tests.scripted import SCRIPTED, q
+
+
+@pytest.fixture(scope="module")
+def data():
+    register_trainer(SCRIPTED)
+    yield Dataset.from_frame(scripted_frame(), name="scripted")
+    trainer_registry(refresh=True)
+
+
+def solve(data, candidates, **kw):
+    kw.setdefault("trainers", ["scripted"])
+    return AgenticAutoML(SequenceProposer(candidates), cv=3, **kw).solve(data)
+
+
+def qualities(run):
+    return [a.candidate.params.get("quality") for a in run.attempts]
+
+
+def test_quality_orders_the_scores(data):
+    run = solve(data, [q(0.0), q(0.25), q(0.5), q(1.0)], patience=10)
+    scores = [a.score for a in run.attempts]
+    assert scores == sorted(scores), "precondition: the scripted score rises with quality"
+    assert not run.attempts[0].verdict.valid  # chance level is rejected
+    assert all(a.verdict.valid for a in run.attempts[1:])
+
+
+def test_max_iterations_bounds_reflection_rounds_not_seeds(data):
+    run = solve(data, [q(0.1 * i) for i in range(1, 11)], max_iterations=4, patience=10)
+    assert len(run.attempts) == 5 and run.n_iterations == 4
+    assert [a.phase for a in run.attempts] == ["seed"] + ["reflect"] * 4
+    assert "max_iterations=4" in run.stop_reason
+
+
+def test_patience_stops_after_rounds_without_improvement(data):
+    run = solve(data, [q(1.0), q(0.5), q(0.4), q(0.3), q(0.2)], patience=3)
+    assert qualities(run) == [1.0, 0.5, 0.4, 0.3]
+    assert "patience" in run.stop_reason
+
+
+def test_verified_improvement_resets_patience(data):
+    seq = [q(0.25), q(0.2), q(0.15), q(0.6), q(0.3), q(0.3), q(0.3), q(0.9)]
+    run = solve(data, seq, patience=3)
+    # without the reset at 0.6 the search would stop after 3 reflection rounds
+    assert qualities(run) == [0.25, 0.2, 0.15, 0.6, 0.3, 0.3, 0.3]
+    assert run.best_candidate.params["quality"] == 0.6
+
+
+def test_unverified_attempt_never_resets_patience(data):
+    run = solve(data, [q(0.0), q(0.0), q(0.0), q(0.0)], patience=2)
+    assert len(run.attempts) == 3  # seed + 2 rounds, none verified
+    assert run.best_candidate is None and run.model is None
+    assert "nothing verified" in run.summary()
+
+
+class ManySeeds:
+    """Seeds four chance-level candidates, then offers good ones."""
+
+    name = "many-seeds"
+
+    def propose_initial(self, dataset, trainers):
+        return [q(0.0), q(0.0), q(0.0), q(0.0)]
+
+    def propose_next(self, dataset, history, trainers):
+        return q(1.0)
+
+
+class RawProposer:
+    """Hands the engine whatever it is given, unchecked, like a buggy third-party proposer."""
+
+    def __init__(self, items):
+        self.items = list(items)
+
+    def propose_initial(self, dataset, trainers):
+        return [self.items.pop(0)]
+
+    def propose_next(self, dataset, history, trainers):
+        return self.items.pop(0) if self.items else None
+
+
+def test_seeds_are_all_evaluated_and_patience_starts_after_them(data):
+    run = AgenticAutoML(ManySeeds(), patience=1, max_iterations=5, cv=3,
+                        trainers=["scripted"]).solve(data)
+    assert [a.phase for a in run.attempts] == ["seed"] * 4 + ["reflect"] * 2
+    # the first reflection improves (reset), the second repeats the score (patience 1 -> stop)
+    assert "patience" in run.stop_reason
+
+
+def test_failing_candidate_is_recorded_and_search_goes_on(data):
+    run = solve(data, [q(0.5), q(0.9, explode=True), q(0.8)], patience=5)
+    failed = run.attempts[1]
+    assert failed.failed and "scripted explosion in fit" in failed.error
+    assert failed.score == -math.inf and not failed.verdict.valid
+    assert "RuntimeError" in failed.traceback
+    assert run.attempts[2].verdict.valid and run.best_candidate.params["quality"] == 0.8
+
+
+@pytest.mark.parametrize("bad, message", [
+    (SolutionCandidate("scripted", {"qualty": 0.5}), "unknown parameter 'qualty'"),
+    (SolutionCandidate("scripted", {"quality": "high"}), "bad value for scripted.quality"),
+    (SolutionCandidate("scripted", ["quality", 0.5]), "must be a mapping"),
+    (SolutionCandidate("nonexistent", {}), "trainer 'nonexistent' is not allowed"),
+    ("not a candidate", "expected a SolutionCandidate"),
+])
+def test_unparseable_proposals_are_failed_attempts(data, bad, message):
+    run = AgenticAutoML(RawProposer([q(0.5), bad, q(0.8)]), cv=3, patience=5,
+                        trainers=["scripted"]).solve(data)
+    assert run.attempts[1].failed and message in run.attempts[1].error
+    assert len(run.attempts) == 3 and run.best_candidate.params["quality"] == 0.8
+
+
+def test_proposer_running_dry_ends_cleanly(data):
+    run = solve(data, [q(0.5), q(0.6)], patience=5, max_iterations=10)
+    assert len(run.attempts) == 2 and run.stop_reason == "proposer has no more candidates"
+
+
+def test_best_verified_is_refit_on_all_rows(data):
+    run = solve(data, [q(0.5), q(1.0), q(0.7)], patience=5)
+    assert run.best_candidate.params["quality"] == 1.0
+    assert run.model.predict_proba(data.X).shape == (data.n_rows, 2)
+    assert re.fullmatch(r"Agentic AutoML: 3 attempts \(3 verified\); best=scripted "
+                        r"roc_auc=0\.\d{4} \(baseline 0\.5000\)", run.summary())
+
+
+def test_minimised_metric_ranks_lower_as_better(data):
+    run = solve(data, [q(0.3), q(1.0), q(0.6)], patience=5, metric="log_loss")
+    assert run.best_candidate.params["quality"] == 1.0
+    assert run.best_score < run.baseline_score

@@ -1,0 +1,48 @@
+"""Metrics know their direction and task; the verifier's arithmetic and wording."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from mlflow_agentic.errors import UserInputError
+from mlflow_agentic.metrics import METRICS, resolve_metric
+from mlflow_agentic.verify import DeterministicVerifier
+
+
+def test_defaults_and_directions():
+    assert resolve_metric(None, "binary").name == "roc_auc"
+    assert resolve_metric(None, "multiclass").name == "roc_auc_ovr"
+    assert resolve_metric(None, "regression").name == "rmse"
+    assert {m for m, v in METRICS.items() if not v.greater_is_better} == {"rmse", "mae",
+                                                                          "log_loss"}
+
+
+@pytest.mark.parametrize("name, task, fragment", [
+    ("rmse", "binary", "metric 'rmse' does not fit a binary task"),
+    ("roc_auc", "regression", "Metrics for regression: rmse, mae, r2"),
+    ("auc", "binary", "unknown metric 'auc'"),
+])
+def test_metric_errors(name, task, fragment):
+    with pytest.raises(UserInputError) as err:
+        resolve_metric(name, task)
+    assert fragment in str(err.value)
+
+
+def test_verifier_margin_and_reason():
+    v = DeterministicVerifier(margin=0.01)
+    assert v.verify(0.8, 0.5).valid
+    verdict = v.verify(0.5050, 0.5)
+    assert not verdict.valid
+    assert verdict.reason == ("does not beat the trivial baseline (0.5050 <= 0.5000 + margin "
+                              "0.0100)")
+    assert not v.verify(math.nan, 0.5).valid and "not finite" in v.verify(math.inf, 0.5).reason
+
+
+def test_unbounded_metrics_take_a_relative_margin():
+    v = DeterministicVerifier(margin=0.01)
+    # rmse baseline 100: must be below 99
+    assert v.verify(98.0, 100.0, greater_is_better=False, bounded=False).valid
+    verdict = v.verify(99.5, 100.0, greater_is_better=False, bounded=False)
+    assert not verdict.valid and ">= 100.0000 - margin 1% of 1.0000" in verdict.reason

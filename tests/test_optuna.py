@@ -1,0 +1,59 @@
+"""OptunaProposer: deterministic for a seed, seeded by defaults, told FAIL, shareable storage."""
+
+from __future__ import annotations
+
+import optuna
+import pytest
+
+from mlflow_agentic import AgenticAutoML, OptunaProposer
+from mlflow_agentic.trainers import get_trainer
+
+TRAINERS = ["linear", "hist_gradient_boosting", "xgboost"]
+
+
+def sequence(run):
+    return [(a.candidate.trainer, dict(a.candidate.params)) for a in run.attempts]
+
+
+def search(dataset, seed, **kw):
+    proposer = OptunaProposer(seed=seed, **kw)
+    run = AgenticAutoML(proposer, max_iterations=4, patience=10, cv=3, trainers=TRAINERS,
+                        random_state=seed).solve(dataset)
+    return run, proposer
+
+
+def test_same_seed_same_candidates_and_seeded_by_defaults(churn_small):
+    first, proposer = search(churn_small, seed=7)
+    second, _ = search(churn_small, seed=7)
+    assert sequence(first) == sequence(second)
+    assert len(first.attempts) == len(TRAINERS) + 4
+    for attempt, name in zip(first.attempts, TRAINERS, strict=False):
+        assert attempt.candidate.trainer == name
+        assert attempt.candidate.params == get_trainer(name).defaults(churn_small)
+    # every trial was told: the study holds one COMPLETE trial per attempt
+    states = [t.state for t in proposer.study.trials]
+    assert states == [optuna.trial.TrialState.COMPLETE] * len(first.attempts)
+    assert [t.value for t in proposer.study.trials] == pytest.approx(
+        [a.score for a in first.attempts])
+    other, _ = search(churn_small, seed=8)
+    assert sequence(other)[len(TRAINERS):] != sequence(first)[len(TRAINERS):]
+
+
+def test_failures_are_told_as_fail(churn_small, broken_trainer):
+    proposer = OptunaProposer(seed=0)
+    run = AgenticAutoML(proposer, max_iterations=0, cv=3, trainers=["linear", broken_trainer]
+                        ).solve(churn_small)
+    assert [a.failed for a in run.attempts] == [False, True]
+    assert [t.state.name for t in proposer.study.trials] == ["COMPLETE", "FAIL"]
+
+
+def test_shared_storage_lets_processes_share_one_study(churn_small, tmp_path):
+    storage = f"sqlite:///{tmp_path / 'optuna.db'}"
+    search(churn_small, seed=1, storage=storage, study_name="shared")
+    search(churn_small, seed=2, storage=storage, study_name="shared")
+    study = optuna.load_study(study_name="shared", storage=storage)
+    complete = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
+    # the second worker skipped the already-enqueued defaults and added its own trials
+    assert len(complete) >= len(TRAINERS) + 4 + 4
+    assert len(study.trials) == len(complete)
+

@@ -1,0 +1,153 @@
+"""What a search leaves in a real MLflow store: runs, params, metrics, verdicts, the model."""
+
+from __future__ import annotations
+
+import io
+
+import mlflow
+import numpy as np
+import pandas as pd
+import pytest
+
+from mlflow_agentic import (
+    AgenticAutoML,
+    Dataset,
+    OptunaProposer,
+    SequenceProposer,
+    SolutionCandidate,
+)
+from mlflow_agentic.tracking import MlflowTracker
+from mlflow_agentic.trainers import register_trainer, trainer_registry
+from tests.conftest import scripted_frame
+from tests.scripted import SCRIPTED, q
+
+
+@pytest.fixture
+def scripted_trainer():
+    register_trainer(SCRIPTED)
+    yield "scripted"
+    trainer_registry(refresh=True)
+
+
+def children(client, parent_id):
+    return client.search_runs([client.get_run(parent_id).info.experiment_id],
+                              f"tags.mlflow.parentRunId = '{parent_id}'",
+                              order_by=["attributes.start_time ASC"])
+
+
+def test_parent_and_one_child_per_attempt(tracked_search):
+    t = tracked_search
+    parent = t.client.get_run(t.tracker.parent_run_id)
+    assert parent.info.status == "FINISHED" and parent.info.run_name == "churn-optuna"
+    assert t.client.get_experiment(parent.info.experiment_id).name == "churn-agentic"
+    kids = children(t.client, parent.info.run_id)
+    assert len(kids) == len(t.run.attempts) == 6
+    for kid, attempt in zip(kids, t.run.attempts, strict=True):
+        assert kid.info.run_name.startswith(f"{attempt.index:02d}-{attempt.candidate.trainer}")
+        assert kid.data.params["trainer"] == attempt.candidate.trainer
+        assert {k for k in attempt.params} <= set(kid.data.params)
+        assert kid.data.metrics["cv_roc_auc"] == pytest.approx(attempt.score)
+        assert kid.data.metrics["cv_roc_auc_std"] == pytest.approx(attempt.score_std)
+        folds = [kid.data.metrics[f"cv_roc_auc_fold{k}"] for k in (1, 2, 3)]
+        assert np.mean(folds) == pytest.approx(attempt.score)
+        assert kid.data.metrics["fit_seconds"] > 0
+        assert kid.data.tags["verdict"] == attempt.status
+        assert kid.data.tags["verdict.valid"] == str(attempt.verdict.valid).lower()
+        assert kid.data.tags["verdict.reason"] == attempt.verdict.reason
+        assert kid.data.tags["proposer"] == "optuna" and kid.data.tags["rationale"]
+        assert kid.data.tags["attempt.index"] == str(attempt.index)
+
+
+def test_parent_holds_baseline_best_input_and_leaderboard(tracked_search):
+    t = tracked_search
+    parent = t.client.get_run(t.tracker.parent_run_id)
+    best_child = t.tracker.child_run_ids[t.run.best_attempt.index]
+    assert parent.data.tags["best_run_id"] == best_child
+    assert parent.data.metrics["baseline_roc_auc"] == pytest.approx(0.5)
+    assert parent.data.metrics["best_cv_roc_auc"] == pytest.approx(t.run.best_score)
+    assert parent.data.tags["summary"] == t.run.summary()
+    assert parent.inputs.dataset_inputs[0].dataset.name == "churn"
+    path = mlflow.artifacts.download_artifacts(run_id=parent.info.run_id,
+                                               artifact_path="leaderboard.csv",
+                                               tracking_uri=t.uri)
+    board = pd.read_csv(path)
+    assert len(board) == len(t.run.attempts)
+    assert board.iloc[0]["run_id"] == best_child
+    assert board["cv_roc_auc"].iloc[0] == pytest.approx(t.run.best_score)
+
+
+def test_best_model_registered_with_alias_and_evidence(tracked_search):
+    t = tracked_search
+    name = "churn-agentic"
+    mv = t.client.get_model_version_by_alias(name, "challenger")
+    assert mv.tags["metric"] == "roc_auc"
+    assert float(mv.tags["cv_roc_auc"]) == pytest.approx(t.run.best_score)
+    assert float(mv.tags["baseline_roc_auc"]) == pytest.approx(0.5)
+    assert mv.tags["run_id"] == t.tracker.child_run_ids[t.run.best_attempt.index]
+    mlflow.set_tracking_uri(t.uri)
+    try:
+        loaded = mlflow.pyfunc.load_model(f"models:/{name}@challenger")
+        X = t.dataset.X.head(50)
+        assert list(loaded.predict(X)) == list(t.run.model.predict(X))
+        assert loaded.metadata.signature is not None
+        reqs = mlflow.pyfunc.get_model_dependencies(f"models:/{name}@challenger")
+        pins = io.open(reqs).read()
+        assert "scikit-learn==" in pins and "mlflow==" in pins
+    finally:
+        mlflow.set_tracking_uri(None)
+
+
+def test_nothing_verified_nothing_registered(tracking_uri, scripted_trainer):
+    ds = Dataset.from_frame(scripted_frame(), name="noise")
+    tracker = MlflowTracker()
+    run = AgenticAutoML(SequenceProposer([q(0.0), q(0.0)]), cv=3, trainers=["scripted"],
+                        observers=[tracker]).solve(ds)
+    assert run.best_candidate is None and run.model is None
+    client = mlflow.MlflowClient()
+    assert client.search_registered_models() == []
+    parent = client.get_run(tracker.parent_run_id)
+    assert parent.info.status == "FINISHED"
+    assert parent.data.tags["registered_model"] == "none"
+    assert "nothing verified" in parent.data.tags["summary"]
+
+
+def test_broken_trainer_is_a_failed_child_run(tracking_uri, churn_small, broken_trainer):
+    tracker = MlflowTracker(register=False)
+    run = AgenticAutoML(SequenceProposer(["linear", broken_trainer, "xgboost"]), cv=3,
+                        patience=5, observers=[tracker]).solve(churn_small)
+    assert [a.status for a in run.attempts] == ["verified", "failed", "verified"]
+    client = mlflow.MlflowClient()
+    failed = client.get_run(tracker.child_run_ids[2])
+    assert failed.info.status == "FAILED"
+    assert "deliberately broken trainer" in failed.data.tags["error"]
+    assert failed.data.tags["verdict"] == "failed"
+    assert [a.path for a in client.list_artifacts(failed.info.run_id)] == ["error.txt"]
+    parent = client.get_run(tracker.parent_run_id)
+    assert parent.info.status == "FINISHED" and parent.data.metrics["n_failed"] == 1
+
+
+def test_interrupted_search_ends_its_runs(tracking_uri, churn_small):
+    class Interrupting:
+        def propose_initial(self, dataset, trainers):
+            return [SolutionCandidate("linear")]
+
+        def propose_next(self, dataset, history, trainers):
+            raise KeyboardInterrupt
+
+    tracker = MlflowTracker()
+    # a KeyboardInterrupt from the proposer is not swallowed (only Exceptions are)
+    with pytest.raises(KeyboardInterrupt):
+        AgenticAutoML(Interrupting(), cv=3, observers=[tracker]).solve(churn_small)
+    client = mlflow.MlflowClient()
+    assert client.get_run(tracker.parent_run_id).info.status == "KILLED"
+    assert client.get_run(tracker.child_run_ids[1]).info.status == "FINISHED"
+    assert mlflow.active_run() is None
+    assert client.search_registered_models() == []
+
+
+def test_optuna_runs_are_reproducible_in_the_store(tracked_search):
+    t = tracked_search
+    again = AgenticAutoML(OptunaProposer(seed=0), max_iterations=3, patience=5, cv=3,
+                          trainers=["linear", "xgboost", "random_forest"]).solve(t.dataset)
+    assert [(a.candidate.trainer, dict(a.params)) for a in again.attempts] == \
+        [(a.candidate.trainer, dict(a.params)) for a in t.run.attempts]
