@@ -13,7 +13,7 @@ from mlflow_agentic.errors import UserInputError, did_you_mean
 
 @dataclass(frozen=True)
 class Metric:
-    """A named score. ``bounded`` metrics take an absolute verifier margin, others a relative one."""
+    """A named score; ``bounded`` ones take an absolute verifier margin, others a relative one."""
 
     name: str
     greater_is_better: bool

@@ -1,7 +1,8 @@
 """A scripted trainer whose CV score is set by one parameter, for pinning loop semantics.
 
-``quality`` in [0, 1] mixes the informative column with a noise column: 0 is exactly chance (a constant
-score, AUC 0.5, rejected by the verifier), 1 is the signal alone. ``explode=True`` raises inside fit.
+``quality`` in [0, 1] mixes the informative column with a noise column: 0 is exactly chance
+(a constant score, AUC 0.5, rejected by the verifier), 1 is the signal alone. ``explode=True``
+raises inside fit.
 """
 
 from __future__ import annotations

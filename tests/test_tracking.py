@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import io
+from pathlib import Path
 
 import mlflow
 import numpy as np
@@ -91,7 +91,7 @@ def test_best_model_registered_with_alias_and_evidence(tracked_search):
         assert list(loaded.predict(X)) == list(t.run.model.predict(X))
         assert loaded.metadata.signature is not None
         reqs = mlflow.pyfunc.get_model_dependencies(f"models:/{name}@challenger")
-        pins = io.open(reqs).read()
+        pins = Path(reqs).read_text()
         assert "scikit-learn==" in pins and "mlflow==" in pins
     finally:
         mlflow.set_tracking_uri(None)

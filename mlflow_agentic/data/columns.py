@@ -42,10 +42,12 @@ class ColumnInfo:
 
 
 def blank_to_nan(series: pd.Series) -> pd.Series:
-    """Text column with blanks (``" "``, ``""``) turned into missing values."""
-    text = series.astype("object")
-    stripped = text.map(lambda v: v.strip() if isinstance(v, str) else v)
-    return stripped.replace("", np.nan)
+    """Text column with blanks (``" "``, ``""``) turned into missing values (as object dtype)."""
+    if pd.api.types.is_string_dtype(series) and not pd.api.types.is_object_dtype(series):
+        stripped = series.str.strip().astype("object")  # pandas' string dtypes: vectorised
+    else:
+        stripped = series.astype("object").map(lambda v: v.strip() if isinstance(v, str) else v)
+    return stripped.where(stripped.notna() & (stripped != ""), np.nan)
 
 
 def parse_numeric_text(series: pd.Series) -> pd.Series:
@@ -54,11 +56,12 @@ def parse_numeric_text(series: pd.Series) -> pd.Series:
 
 
 def _numeric_text_share(series: pd.Series) -> float:
-    values = blank_to_nan(series).dropna()
-    if values.empty:
+    """Share of non-blank values that parse as numbers (a sample rules most columns out)."""
+    sample = blank_to_nan(series.iloc[:500]).dropna()
+    if sample.empty or pd.to_numeric(sample, errors="coerce").notna().mean() < 0.5:
         return 0.0
-    parsed = pd.to_numeric(values, errors="coerce")
-    return float(parsed.notna().mean())
+    values = blank_to_nan(series).dropna()
+    return float(pd.to_numeric(values, errors="coerce").notna().mean())
 
 
 def _looks_datetime(series: pd.Series) -> bool:

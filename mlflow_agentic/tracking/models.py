@@ -10,6 +10,7 @@ from typing import Any
 
 import cloudpickle
 import mlflow
+import pandas as pd
 from mlflow.models import infer_signature
 
 from mlflow_agentic.trainers import transforms
@@ -51,9 +52,24 @@ def _quiet_cloudpickle_warning():
         logger.setLevel(level)
 
 
+SCHEMA_SAMPLE_ROWS = 200
+
+
+def schema_sample(frame: pd.DataFrame, rows: int = SCHEMA_SAMPLE_ROWS) -> pd.DataFrame:
+    """Rows enough to infer a schema: the first ``rows`` plus some with missing values.
+
+    MLflow's schema inference walks every value (seconds on a few thousand text rows); types
+    are settled by a sample that includes the missing-value cases.
+    """
+    if len(frame) <= rows:
+        return frame
+    with_missing = frame[frame.isna().any(axis=1)].head(rows // 10)
+    return pd.concat([frame.head(rows), with_missing[~with_missing.index.isin(range(rows))]])
+
+
 def log_model(model, dataset, requirements: tuple[str, ...] = (), name: str = "model"):
     """Log ``model`` to the active run; returns MLflow's ``ModelInfo``."""
-    X = dataset.X  # raw columns as in the file: the pipeline does all preprocessing
+    X = schema_sample(dataset.X)  # raw columns as in the file: the pipeline does the rest
     with _pickle_transforms_by_value(), _quiet_cloudpickle_warning(), warnings.catch_warnings():
         # MLflow hints that int columns cannot carry missing values; int64 -> float64 is refused
         # at serving time, so the schema keeps the file's own types (documented in the README)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import mlflow
 from mlflow.entities import Metric, Param, RunTag
+from mlflow.models import infer_signature
 
 from mlflow_agentic.engine.observer import SearchContext, SearchObserver
 from mlflow_agentic.engine.types import AttemptRecord, EngineeringRun, SolutionCandidate
@@ -51,10 +52,12 @@ class MlflowTracker(SearchObserver):
         self._client = None
         self._ctx: SearchContext | None = None
         self._child_open = False
+        self._experiment_id: str | None = None
+        self._source_name = ""
 
     # ---- search -----------------------------------------------------------------------------
     def on_search_start(self, context: SearchContext) -> None:
-        self._ctx = ctx = context
+        self._ctx = context
         ds, metric = context.dataset, context.metric
         if self.tracking_uri:
             mlflow.set_tracking_uri(self.tracking_uri)
@@ -63,6 +66,8 @@ class MlflowTracker(SearchObserver):
         name = self.run_name or f"{ds.name}-{context.proposer_name}"
         run = mlflow.start_run(run_name=name, nested=mlflow.active_run() is not None)
         self.parent_run_id = run.info.run_id
+        self._experiment_id = run.info.experiment_id
+        self._source_name = run.data.tags.get("mlflow.source.name", "")
         tags = {"mlflow.runName": name, "agentic.role": "search", "proposer":
                 context.proposer_name, "dataset": ds.name, "task": ds.task, "target": ds.target,
                 "metric": metric.name, "status": "running"}
@@ -87,13 +92,17 @@ class MlflowTracker(SearchObserver):
             warnings.simplefilter("ignore", UserWarning)
             source = mlflow.data.from_pandas(ds.frame, source=ds.source or "in-memory",
                                              targets=ds.target, name=ds.name)
+            # `schema` is a cached property inferred from every value; settle it on a sample
+            source.__dict__["schema"] = infer_signature(models.schema_sample(ds.frame)).inputs
             mlflow.log_input(source, context="training")
         mlflow.log_dict({c: vars(i) for c, i in ds.columns.items()}, "columns.json")
 
     def on_attempt_start(self, index: int, candidate: SolutionCandidate, phase: str) -> None:
         trainer = getattr(candidate, "trainer", "?")
-        run = mlflow.start_run(run_name=f"{index:02d}-{trainer}", nested=True,
-                               tags={"agentic.role": "attempt", "attempt.index": str(index)})
+        run = self._client.create_run(
+            self._experiment_id, run_name=f"{index:02d}-{trainer}",
+            tags={"mlflow.parentRunId": self.parent_run_id, "agentic.role": "attempt",
+                  "attempt.index": str(index), "mlflow.source.name": self._source_name})
         self._child_open = True
         self.child_run_ids[index] = run.info.run_id
 
@@ -119,9 +128,9 @@ class MlflowTracker(SearchObserver):
         if record.failed:
             tags["error"] = record.error
             if record.traceback:
-                mlflow.log_text(record.traceback, "error.txt")
+                self._client.log_text(run_id, record.traceback, "error.txt")
         self._log_batch(run_id, metrics, params, tags)
-        mlflow.end_run(status="FAILED" if record.failed else "FINISHED")
+        self._client.set_terminated(run_id, "FAILED" if record.failed else "FINISHED")
         self._child_open = False
 
     def on_search_end(self, run: EngineeringRun) -> None:
@@ -161,7 +170,7 @@ class MlflowTracker(SearchObserver):
     def on_search_error(self, error: BaseException) -> None:
         status = "KILLED" if isinstance(error, KeyboardInterrupt) else "FAILED"
         if self._child_open:
-            mlflow.end_run(status=status)
+            self._client.set_terminated(self.child_run_ids[max(self.child_run_ids)], status)
             self._child_open = False
         if self.parent_run_id and mlflow.active_run() is not None:
             self._log_batch(self.parent_run_id, {}, {},

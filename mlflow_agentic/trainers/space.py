@@ -69,9 +69,9 @@ class CategoricalParam:
         for choice in self.choices:
             if value == choice or (isinstance(value, str) and value == str(choice)):
                 return choice
-        if value is None or (isinstance(value, str) and value.lower() in ("none", "null")):
-            if None in self.choices:
-                return None
+        is_none = value is None or (isinstance(value, str) and value.lower() in ("none", "null"))
+        if is_none and None in self.choices:
+            return None
         raise ValueError(f"expected one of {list(self.choices)}, got {value!r}")
 
     def suggest(self, trial, name: str) -> Any:

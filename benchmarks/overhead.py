@@ -1,0 +1,104 @@
+"""How much of a search's wall time is not model fitting (proposing, verifying, tracking, logging).
+
+Runs the main job's defaults on examples/churn.csv twice in one process:
+  1. reference: the engine alone (no MLflow), and
+  2. tracked: the same search recorded in a fresh sqlite MLflow store, model logged and registered.
+Prints where the time went and the ratios. Target (issue 2): non-fitting share under 10%.
+
+    python benchmarks/overhead.py [--data PATH] [--max-iterations N] [--seed S]
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class Timed:
+    """Wraps an object; the wall time of every method call is added to ``spent[label]``."""
+
+    def __init__(self, inner, label: str, spent: dict) -> None:
+        self._inner, self._label, self._spent = inner, label, spent
+        self.name = getattr(inner, "name", type(inner).__name__)
+
+    def __getattr__(self, attr):
+        value = getattr(self._inner, attr)
+        if not callable(value):
+            return value
+
+        def timed(*args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return value(*args, **kwargs)
+            finally:
+                self._spent[self._label] += time.perf_counter() - start
+
+        return timed
+
+
+def search(data: Path, max_iterations: int, seed: int, tracked: bool) -> dict:
+
+    from mlflow_agentic import AgenticAutoML, Dataset, OptunaProposer
+    from mlflow_agentic.tracking import MlflowTracker
+
+    spent: dict[str, float] = defaultdict(float)
+    start = time.perf_counter()
+    dataset = Dataset.from_path(data)
+    spent["load data"] = time.perf_counter() - start
+    observers = []
+    if tracked:
+        observers = [Timed(MlflowTracker(), "tracking + model logging", spent)]
+    proposer = Timed(OptunaProposer(seed=seed), "proposing (optuna)", spent)
+    automl = AgenticAutoML(proposer, max_iterations=max_iterations, random_state=seed,
+                           observers=observers)
+    run = automl.solve(dataset)
+    wall = time.perf_counter() - start
+    fit = run.fit_seconds
+    accounted = fit + sum(spent.values())
+    spent["model fitting (CV folds + refit)"] = fit
+    spent["engine other (baseline, splits, verify, build)"] = wall - accounted
+    return {"wall": wall, "fit": fit, "spent": dict(spent), "attempts": len(run.attempts),
+            "summary": run.summary()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=ROOT / "examples" / "churn.csv")
+    parser.add_argument("--max-iterations", type=int, default=8)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+
+    import mlflow
+
+    # A user's store exists after their first run: create it (schema migrations) before timing.
+    tmp = tempfile.mkdtemp(prefix="overhead-")
+    mlflow.set_tracking_uri(f"sqlite:///{tmp}/mlflow.db")
+    start = time.perf_counter()
+    mlflow.MlflowClient().search_experiments()
+    store_setup = time.perf_counter() - start
+
+    ref = search(args.data, args.max_iterations, args.seed, tracked=False)
+    tracked = search(args.data, args.max_iterations, args.seed, tracked=True)
+
+    print(f"data: {args.data.name}; {tracked['attempts']} attempts; {tracked['summary']}")
+    print(f"\n{'where the time went (tracked run)':<52}{'seconds':>9}{'share':>8}")
+    for label, seconds in sorted(tracked["spent"].items(), key=lambda kv: -kv[1]):
+        print(f"  {label:<50}{seconds:>9.2f}{seconds / tracked['wall']:>8.1%}")
+    print(f"  {'total wall':<50}{tracked['wall']:>9.2f}")
+    print(f"  (creating a new sqlite store, once per store, not included: {store_setup:.2f} s)")
+    non_fit = 1 - tracked["fit"] / tracked["wall"]
+    ref_non_fit = 1 - ref["fit"] / ref["wall"]
+    print(f"\nnon-fitting share, tracked run:    {non_fit:.1%}   (target < 10%)")
+    print(f"non-fitting share, reference run:  {ref_non_fit:.1%}   (engine alone, no MLflow)")
+    print(f"wall ratio tracked / reference:    {tracked['wall'] / ref['wall']:.3f}")
+    print(f"fit ratio  tracked / reference:    {tracked['fit'] / ref['fit']:.3f}  "
+          "(same candidates; differences are machine noise)")
+
+
+if __name__ == "__main__":
+    main()

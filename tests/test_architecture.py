@@ -1,0 +1,47 @@
+"""Boundaries that keep the architecture honest, checked on the source."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "mlflow_agentic"
+EDGE_LIBRARIES = {"mlflow", "openai", "docker"}
+CORE = ["engine", "verify", "proposers", "data", "trainers", "metrics.py", "errors.py"]
+
+
+def imported_roots(path: Path) -> set[str]:
+    roots = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            roots |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            roots.add(node.module.split(".")[0])
+            if node.module.startswith("mlflow_agentic."):
+                roots.add(node.module)
+    return roots
+
+
+def core_files():
+    for part in CORE:
+        target = PACKAGE / part
+        yield from ([target] if target.is_file() else sorted(target.rglob("*.py")))
+
+
+@pytest.mark.parametrize("path", list(core_files()), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_core_never_imports_mlflow_openai_or_docker(path):
+    assert not imported_roots(path) & EDGE_LIBRARIES
+
+
+@pytest.mark.parametrize("path", list(core_files()), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_core_never_imports_tracking_or_the_cli(path):
+    imports = imported_roots(path)
+    assert not any(m.startswith(("mlflow_agentic.tracking", "mlflow_agentic.cli",
+                                 "mlflow_agentic.progress")) for m in imports)
+
+
+def test_transforms_pickled_into_models_import_only_the_scientific_stack():
+    roots = imported_roots(PACKAGE / "trainers" / "transforms.py")
+    assert roots <= {"__future__", "numpy", "pandas", "sklearn"}

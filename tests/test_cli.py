@@ -1,0 +1,108 @@
+"""The command line: a run end to end, and bad input that fails clearly and registers nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import mlflow
+import pytest
+from click.testing import CliRunner
+
+from mlflow_agentic.cli import main
+from tests.conftest import ROOT
+
+
+@pytest.fixture
+def small_csv(tmp_path, churn_frame):
+    path = tmp_path / "churn.csv"
+    churn_frame.head(300).to_csv(path, index=False)
+    return path
+
+
+def invoke(*args):
+    return CliRunner().invoke(main, ["run", *map(str, args), "--quiet"])
+
+
+def registered_models():
+    return mlflow.MlflowClient().search_registered_models()
+
+
+def test_cli_run_end_to_end_in_a_subprocess(tracking_uri, small_csv, broken_plugin_dir):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(broken_plugin_dir), str(ROOT)])}
+    proc = subprocess.run(
+        [sys.executable, "-m", "mlflow_agentic", "run", "--data", str(small_csv),
+         "--proposer", "sequence", "--trainers", "linear,broken,hist_gradient_boosting",
+         "--cv", "3", "--patience", "5"],
+        capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "Agentic AutoML: 3 attempts (2 verified); best=" in proc.stdout
+    assert "registered: models:/churn-agentic@challenger (version 1)" in proc.stdout
+    assert "deliberately broken trainer" in proc.stderr  # the progress line shows the failure
+    mv = mlflow.MlflowClient().get_model_version_by_alias("churn-agentic", "challenger")
+    assert mv.tags["trainer"] in ("linear", "hist_gradient_boosting")
+
+
+def test_candidates_file_for_the_sequence_proposer(tracking_uri, small_csv, tmp_path):
+    path = tmp_path / "cands.json"
+    path.write_text(json.dumps([{"trainer": "linear", "params": {"C": 0.1}},
+                                {"trainer": "xgboost", "params": {"max_depth": 3}}]))
+    result = invoke("--data", small_csv, "--proposer", "sequence", "--candidates", path,
+                    "--cv", "3", "--register-name", "my-model", "--experiment", "exp-a")
+    assert result.exit_code == 0, result.output
+    runs = mlflow.search_runs(experiment_names=["exp-a"], filter_string="params.trainer='xgboost'")
+    assert runs["params.max_depth"].tolist() == ["3"]
+    assert mlflow.MlflowClient().get_model_version_by_alias("my-model", "challenger")
+
+
+def bad(tmp_path, name, text):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+CASES = {
+    "missing file": (lambda p, ok: ["--data", p / "nope.csv"], "data file not found"),
+    "empty file": (lambda p, ok: ["--data", bad(p, "e.csv", "")], "data file is empty"),
+    "unreadable file": (lambda p, ok: ["--data", bad(p, "x.parquet", "junk")], "cannot read"),
+    "unknown target": (lambda p, ok: ["--data", ok, "--target", "churn_flag"],
+                       "target column 'churn_flag' not found"),
+    "one class": (lambda p, ok: ["--data", bad(p, "o.csv", "a,target\n1,x\n2,x\n3,x\n")],
+                  "single class 'x'"),
+    "target all missing": (lambda p, ok: ["--data", bad(p, "m.csv", "a,target\n1,\n2,\n")],
+                           "missing in all 2 rows"),
+    "fewer rows than folds": (lambda p, ok: ["--data", bad(p, "f.csv",
+                                                         "a,target\n1,x\n2,y\n3,x\n4,y\n")],
+                              "fewer than cv=5 folds"),
+    "unknown trainer": (lambda p, ok: ["--data", ok, "--trainers", "linear,xgbost"],
+                        "unknown trainer 'xgbost'"),
+    "unknown metric": (lambda p, ok: ["--data", ok, "--metric", "auc"], "unknown metric 'auc'"),
+    "metric for another task": (lambda p, ok: ["--data", ok, "--metric", "rmse"],
+                                "metric 'rmse' does not fit a binary task"),
+    "unparseable params": (lambda p, ok: ["--data", ok, "--proposer", "sequence", "--candidates",
+                                          bad(p, "c.json", '[{"trainer": "xgboost", "params": '
+                                              '{"max_depth": "deep"}}]')],
+                           "candidate 1: bad value for xgboost.max_depth"),
+    "params not JSON": (lambda p, ok: ["--data", ok, "--proposer", "sequence", "--candidates",
+                                       bad(p, "c.json", "[{trainer: xgboost}]")],
+                        "is not valid JSON"),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_bad_input_fails_clearly_and_registers_nothing(case, tracking_uri, tmp_path, small_csv):
+    make, fragment = CASES[case]
+    result = invoke(*make(tmp_path, small_csv))
+    assert result.exit_code == 2, result.output
+    assert fragment in result.output
+    assert "Traceback" not in result.output
+    assert registered_models() == []
+
+
+def test_help_lists_the_options():
+    result = CliRunner().invoke(main, ["run", "--help"])
+    for option in ("--data", "--target", "--proposer", "--trainers", "--max-iterations",
+                   "--patience", "--cv", "--metric", "--register-name", "--experiment", "--seed"):
+        assert option in result.output
