@@ -9,7 +9,7 @@ from rich.table import Table
 from mlflow_agentic.engine.observer import SearchContext, SearchObserver
 from mlflow_agentic.engine.types import AttemptRecord, EngineeringRun, SolutionCandidate
 
-STYLE = {"verified": "green", "rejected": "yellow", "failed": "red"}
+STYLE = {"verified": "green", "rejected": "yellow", "failed": "red", "quarantined": "magenta"}
 
 
 class RichProgress(SearchObserver):

@@ -20,7 +20,7 @@ ID_NAME_PATTERN = re.compile(r"(^id$|_id$|id$|^uuid$|^key$)", re.IGNORECASE)
 ID_MIN_UNIQUE_SHARE = 0.95
 _DATE_LIKE = re.compile(r"^\s*\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}")
 
-KINDS = ("numeric", "categorical", "datetime", "id", "constant")
+KINDS = ("numeric", "categorical", "datetime", "id", "constant", "excluded")
 FEATURE_KINDS = ("numeric", "categorical", "datetime")
 
 

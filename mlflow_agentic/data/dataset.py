@@ -6,6 +6,7 @@ so a served model accepts the rows of the training file as they are.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -37,6 +38,12 @@ class Dataset:
     classes: tuple = ()
     dropped_missing_target: int = 0
     notes: list[str] = field(default_factory=list)
+    time_column: str | None = None
+    """Rows are ordered in time by this column (sealed split and CV respect it)."""
+    group_column: str | None = None
+    """Rows of one group must stay on one side of every split."""
+    cv_groups: np.ndarray | None = None
+    """Group label per row for group-aware CV (the group column, or near-duplicate clusters)."""
 
     # ---- construction -------------------------------------------------------------------
     @classmethod
@@ -146,11 +153,24 @@ class Dataset:
         return self.classes[1] if self.task == "binary" else None
 
     def take(self, rows: Sequence[int] | np.ndarray, name: str | None = None) -> Dataset:
-        """Rows subset that keeps the column typing (for sealed splits)."""
-        frame = self.frame.iloc[np.asarray(rows)].reset_index(drop=True)
-        return Dataset(frame=frame, target=self.target, task=self.task, columns=self.columns,
-                       name=name or self.name, source=self.source, classes=self.classes,
-                       dropped_missing_target=self.dropped_missing_target, notes=list(self.notes))
+        """Rows subset that keeps the column typing and roles (for sealed splits)."""
+        rows = np.asarray(rows)
+        frame = self.frame.iloc[rows].reset_index(drop=True)
+        groups = self.cv_groups[rows] if self.cv_groups is not None else None
+        return dataclasses.replace(self, frame=frame, name=name or self.name,
+                                   notes=list(self.notes), cv_groups=groups)
+
+    def exclude(self, reasons: dict[str, str]) -> Dataset:
+        """A copy in which these columns are no longer features (kind ``excluded``, with why)."""
+        columns = dict(self.columns)
+        for name, reason in reasons.items():
+            columns[name] = dataclasses.replace(columns[name], kind="excluded", reason=reason)
+        return dataclasses.replace(self, columns=columns)
+
+    def with_roles(self, *, time_column: str | None = None, group_column: str | None = None,
+                   cv_groups: np.ndarray | None = None) -> Dataset:
+        return dataclasses.replace(self, time_column=time_column, group_column=group_column,
+                                   cv_groups=cv_groups)
 
     def describe(self) -> str:
         kinds = {k: len(self.columns_of(k)) for k in ("numeric", "categorical", "datetime")}

@@ -8,9 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from sklearn.model_selection import KFold, StratifiedKFold
 
-from mlflow_agentic.errors import UserInputError
 from mlflow_agentic.metrics import Metric
 
 
@@ -26,34 +24,6 @@ class CVResult:
     @property
     def std(self) -> float:
         return float(np.std(self.fold_scores))
-
-
-def make_splits(dataset, cv, random_state: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Fixed (train, test) index pairs shared by the baseline and every candidate.
-
-    ``cv`` is a fold count (stratified for classification, shuffled K-fold for regression) or any
-    sklearn splitter.
-    """
-    y = dataset.y
-    if isinstance(cv, (int, np.integer)):
-        if cv < 2:
-            raise UserInputError(f"cv must be at least 2 folds, got {cv}")
-        if dataset.n_rows < cv:
-            raise UserInputError(f"{dataset.n_rows} rows is fewer than cv={cv} folds; "
-                                 f"use --cv {max(2, dataset.n_rows)} or fewer, or more data")
-        if dataset.task == "regression":
-            splitter = KFold(n_splits=int(cv), shuffle=True, random_state=random_state)
-        else:
-            counts = y.value_counts()
-            if counts.min() < cv:
-                raise UserInputError(
-                    f"class {counts.idxmin()!r} of target {dataset.target!r} has "
-                    f"{int(counts.min())} rows, fewer than cv={cv} folds; lower --cv to "
-                    f"{max(2, int(counts.min()))} or drop that class")
-            splitter = StratifiedKFold(n_splits=int(cv), shuffle=True, random_state=random_state)
-    else:
-        splitter = cv
-    return [(np.asarray(tr), np.asarray(te)) for tr, te in splitter.split(dataset.X, y)]
 
 
 def predict_outputs(model, X: pd.DataFrame, metric: Metric, classes: tuple):

@@ -12,7 +12,8 @@ import traceback
 import warnings
 from collections.abc import Iterable, Sequence
 
-from mlflow_agentic.engine.evaluation import baseline_model, cross_validate, make_splits
+from mlflow_agentic.engine.cv import make_splits, resolve_scheme
+from mlflow_agentic.engine.evaluation import baseline_model, cross_validate
 from mlflow_agentic.engine.observer import SearchContext, SearchObserver
 from mlflow_agentic.engine.types import AttemptRecord, EngineeringRun, SolutionCandidate, Verdict
 from mlflow_agentic.errors import ProposerOutputError, UserInputError
@@ -27,6 +28,8 @@ class AgenticAutoML:
 
     Seeds from ``proposer.propose_initial`` are all evaluated; then up to ``max_iterations``
     reflection rounds, stopping early after ``patience`` rounds without a verified improvement.
+    ``cv_scheme="auto"`` follows the data's advice (group / time / stratified K-fold).
+    ``solve`` takes training rows only: there is deliberately no way to hand it a holdout.
     """
 
     def __init__(
@@ -40,6 +43,8 @@ class AgenticAutoML:
         trainers: Sequence[str] | None = None,
         random_state: int = 0,
         observers: Iterable[SearchObserver] = (),
+        cv_scheme: str = "auto",
+        briefing=None,
     ) -> None:
         if max_iterations < 0:
             raise UserInputError(f"max_iterations must be >= 0, got {max_iterations}")
@@ -54,6 +59,8 @@ class AgenticAutoML:
         self.trainers = list(trainers) if trainers is not None else None
         self.random_state = int(random_state)
         self.observers = list(observers)
+        self.cv_scheme = cv_scheme
+        self.briefing = briefing
 
     # ---- public -----------------------------------------------------------------------------
     def solve(self, dataset) -> EngineeringRun:
@@ -61,15 +68,17 @@ class AgenticAutoML:
         started = time.perf_counter()
         metric = resolve_metric(self.metric, dataset.task)
         trainers = resolve_trainers(self.trainers, dataset.task)
-        splits = make_splits(dataset, self.cv, self.random_state)
+        scheme, why = (resolve_scheme(dataset, self.cv_scheme) if isinstance(self.cv, int)
+                       else (type(self.cv).__name__, "splitter given"))
+        splits = make_splits(dataset, self.cv, self.random_state, scheme)
         baseline = cross_validate(lambda: baseline_model(dataset.task), dataset, splits, metric)
         context = SearchContext(
             dataset=dataset, metric=metric, trainers=tuple(trainers),
             baseline_score=baseline.mean, baseline_fold_scores=baseline.fold_scores,
             n_splits=len(splits), max_iterations=self.max_iterations, patience=self.patience,
             random_state=self.random_state, proposer_name=proposer_name(self.proposer),
-            settings={"cv": self.cv if isinstance(self.cv, int) else type(self.cv).__name__,
-                      "verifier_margin": self.verifier.margin},
+            settings={"cv_scheme_reason": why, "verifier_margin": self.verifier.margin},
+            cv_scheme=scheme, briefing=self.briefing,
         )
         self._notify("on_search_start", context)
         try:
@@ -152,7 +161,7 @@ class AgenticAutoML:
                     f"non-finite CV score {result.mean} (folds: {list(result.fold_scores)})")
             verdict = self.verifier.verify(result.mean, ctx.baseline_score,
                                            greater_is_better=metric.greater_is_better,
-                                           bounded=metric.bounded)
+                                           bounded=metric.bounded, metric=metric.name)
             record = AttemptRecord(
                 candidate=candidate, score=result.mean, verdict=verdict, index=index,
                 phase=phase, metric=metric.name, greater_is_better=metric.greater_is_better,

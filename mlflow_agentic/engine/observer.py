@@ -24,6 +24,9 @@ class SearchContext:
     random_state: int
     proposer_name: str
     settings: dict[str, Any] = field(default_factory=dict)
+    cv_scheme: str = ""
+    briefing: Any = None
+    """The pre-loop briefing (profile, findings, CV advice), when the search has one."""
 
 
 class SearchObserver:

@@ -24,6 +24,8 @@ class Verdict:
     valid: bool
     reason: str
     score: float
+    quarantined: bool = False
+    """A critical finding about the candidate itself (e.g. too good to be true): never selected."""
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,8 @@ class AttemptRecord:
     def status(self) -> str:
         if self.failed:
             return "failed"
+        if self.verdict.quarantined:
+            return "quarantined"
         return "verified" if self.verdict.valid else "rejected"
 
 

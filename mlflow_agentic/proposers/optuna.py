@@ -56,14 +56,15 @@ class OptunaProposer:
         return self._ask(dataset, trainers, None)
 
     def observe(self, record: AttemptRecord) -> None:
-        """Tell the study the CV score (as a higher-is-better utility), or FAIL."""
+        """Tell the study the CV score (as a higher-is-better utility), or FAIL (failed or
+        quarantined: a leaky region must not attract the sampler)."""
         from optuna.trial import TrialState
 
         entry = self._pending.pop(id(record.candidate), None)
         if entry is None:
             return
         _, trial = entry
-        if record.failed or not math.isfinite(record.utility):
+        if record.failed or record.verdict.quarantined or not math.isfinite(record.utility):
             self.study.tell(trial, state=TrialState.FAIL)
         else:
             self.study.tell(trial, record.utility)

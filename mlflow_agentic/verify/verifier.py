@@ -5,12 +5,14 @@ from __future__ import annotations
 import math
 
 from mlflow_agentic.engine.types import Verdict
+from mlflow_agentic.verify.leakage import check_too_good
 
 DEFAULT_MARGIN = 0.01
 
 
 class DeterministicVerifier:
-    """Valid only if the score is finite and beats the trivial baseline by ``margin``.
+    """Valid only if the score is finite, not too good to be true, and beats the trivial
+    baseline by ``margin``.
 
     For bounded metrics (AUC, accuracy, F1, R2) the margin is absolute; for unbounded ones (RMSE,
     MAE, log loss) it is relative to the baseline, so it means the same at any scale.
@@ -27,9 +29,13 @@ class DeterministicVerifier:
         return baseline + step if greater_is_better else baseline - step
 
     def verify(self, score: float, baseline: float, *, greater_is_better: bool = True,
-               bounded: bool = True) -> Verdict:
+               bounded: bool = True, metric: str | None = None) -> Verdict:
         if score is None or not math.isfinite(score):
             return Verdict(False, f"score is not finite ({score})", float("nan"))
+        if metric is not None:
+            finding = check_too_good(metric, score, baseline)
+            if finding is not None:
+                return Verdict(False, f"quarantined: {finding.message}", score, quarantined=True)
         bar = self.threshold(baseline, greater_is_better=greater_is_better, bounded=bounded)
         beats = score > bar if greater_is_better else score < bar
         if not beats:

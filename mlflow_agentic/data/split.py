@@ -1,0 +1,146 @@
+"""The sealed split: holdout rows are set aside before any proposer exists.
+
+Only the scorer (``mlflow_agentic.scoring``) reads a ``Holdout``; the loop never receives one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from sklearn.model_selection import GroupShuffleSplit, train_test_split
+
+from mlflow_agentic.data.dataset import Dataset
+from mlflow_agentic.errors import UserInputError
+
+DEFAULT_FRACTION = 0.2
+GROUP_FRACTION = 0.25
+MIN_GROUPS = 4
+TIME_UNPARSEABLE_MAX = 0.0
+"""Share of non-blank time values allowed not to parse (none: a bad time column is an error)."""
+
+
+@dataclass(frozen=True)
+class Holdout:
+    """Rows sealed away from the search, scored once at the end."""
+
+    dataset: Dataset
+    scheme: str
+    fraction: float
+    blanked_columns: tuple[str, ...] = ()
+
+    @property
+    def n_rows(self) -> int:
+        return self.dataset.n_rows
+
+    @property
+    def digest(self) -> str:
+        """Identifies the holdout rows (for records), without revealing them."""
+        hashed = pd.util.hash_pandas_object(self.dataset.frame, index=False).to_numpy()
+        return hashlib.sha256(hashed.tobytes()).hexdigest()[:16]
+
+
+def seal_holdout(
+    dataset: Dataset,
+    *,
+    time_column: str | None = None,
+    group_column: str | None = None,
+    holdout_fraction: float | None = None,
+    post_outcome_columns: Sequence[str] = (),
+    random_state: int = 0,
+) -> tuple[Dataset, Holdout]:
+    """Split ``dataset`` into training rows (with roles set) and a sealed holdout.
+
+    Time column: the latest rows are the holdout. Group column: whole groups. Otherwise stratified
+    (random for regression), with near-duplicate rows kept on one side. Post-outcome columns are
+    blanked in the holdout, as they would be at prediction time.
+    """
+    from mlflow_agentic.verify.leakage import (
+        DUPLICATE_SHARE_WARNING,
+        duplicate_share,
+        near_duplicate_clusters,
+    )
+
+    for role, column in (("time", time_column), ("group", group_column)):
+        if column is not None and column not in dataset.frame.columns:
+            raise UserInputError(f"unknown {role} column {column!r}. Columns: "
+                                 f"{', '.join(dataset.X.columns)}")
+        if column is not None and column == dataset.target:
+            raise UserInputError(f"the {role} column cannot be the target {column!r}")
+    unknown = [c for c in post_outcome_columns if c not in dataset.X.columns]
+    if unknown:
+        raise UserInputError(f"unknown post-outcome column(s) {', '.join(map(repr, unknown))}. "
+                             f"Columns: {', '.join(dataset.X.columns)}")
+    fraction = holdout_fraction
+    if fraction is None:
+        fraction = GROUP_FRACTION if group_column else DEFAULT_FRACTION
+    if not (isinstance(fraction, (int, float)) and 0 < fraction <= 0.5):
+        raise UserInputError(f"holdout fraction must be in (0, 0.5], got {fraction!r}")
+
+    n = dataset.n_rows
+    n_holdout = math.ceil(fraction * n)
+    if n - n_holdout < 2 or n_holdout < 1:
+        raise UserInputError(f"{n} rows is too few to seal a {fraction:.0%} holdout")
+    clusters = None
+    if time_column:
+        times = parse_time(dataset.frame[time_column], time_column)
+        order = np.argsort(times.fillna(times.min()).to_numpy(), kind="stable")
+        train_rows, hold_rows, scheme = order[: n - n_holdout], order[n - n_holdout:], "time"
+    elif group_column:
+        groups = dataset.frame[group_column].astype(str).to_numpy()
+        n_groups = len(np.unique(groups))
+        if n_groups < MIN_GROUPS:
+            raise UserInputError(f"group column {group_column!r} has {n_groups} groups; at least "
+                                 f"{MIN_GROUPS} are needed to hold whole groups out")
+        splitter = GroupShuffleSplit(n_splits=1, test_size=fraction, random_state=random_state)
+        train_rows, hold_rows = next(splitter.split(dataset.X, dataset.y, groups))
+        scheme = "group"
+    else:
+        clusters = near_duplicate_clusters(dataset)
+        if duplicate_share(clusters) >= DUPLICATE_SHARE_WARNING:
+            splitter = GroupShuffleSplit(n_splits=1, test_size=fraction, random_state=random_state)
+            train_rows, hold_rows = next(splitter.split(dataset.X, dataset.y, clusters))
+            scheme = "near-duplicate clusters"
+        else:
+            clusters = None
+            stratify = dataset.y if dataset.task != "regression" else None
+            try:
+                train_rows, hold_rows = train_test_split(
+                    np.arange(n), test_size=n_holdout, random_state=random_state,
+                    stratify=stratify)
+            except ValueError:  # a class too small to stratify
+                train_rows, hold_rows = train_test_split(
+                    np.arange(n), test_size=n_holdout, random_state=random_state)
+            scheme = "stratified" if stratify is not None else "random"
+    train_rows, hold_rows = np.sort(train_rows), np.sort(hold_rows)
+
+    train = dataset.take(train_rows).with_roles(
+        time_column=time_column, group_column=group_column,
+        cv_groups=clusters[train_rows] if clusters is not None else None)
+    held = dataset.take(hold_rows)
+    if post_outcome_columns:
+        frame = held.frame.copy()
+        for column in post_outcome_columns:
+            frame[column] = np.nan
+        held = Dataset(**{**held.__dict__, "frame": frame})
+    return train, Holdout(held, scheme, float(fraction), tuple(post_outcome_columns))
+
+
+def parse_time(series: pd.Series, column: str) -> pd.Series:
+    if pd.api.types.is_datetime64_any_dtype(series):
+        return series.astype("int64").astype(float).where(series.notna())
+    if pd.api.types.is_numeric_dtype(series):
+        return series.astype(float)
+    text = series.astype("object")
+    present = text.notna() & (text.astype(str).str.strip() != "")
+    parsed = pd.to_datetime(text.where(present), errors="coerce", format="mixed")
+    bad = present & parsed.isna()
+    if bad.any():
+        example = text[bad].iloc[0]
+        raise UserInputError(f"time column {column!r} does not parse as dates: {int(bad.sum())} "
+                             f"value(s) like {example!r}. Use ISO dates such as 2024-01-31")
+    return (parsed - pd.Timestamp("1970-01-01")).dt.total_seconds()

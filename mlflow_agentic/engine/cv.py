@@ -1,0 +1,110 @@
+"""Cross-validation schemes and the advice on which one fits the data.
+
+``stratified`` (classification) / ``kfold`` (regression): shuffled K-fold. ``group``: whole groups
+per fold (the group column, or near-duplicate clusters). ``time``: forward-chaining folds in time
+order, so no model is scored on rows older than its training rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from sklearn.model_selection import (
+    GroupKFold,
+    KFold,
+    StratifiedGroupKFold,
+    StratifiedKFold,
+    TimeSeriesSplit,
+)
+
+from mlflow_agentic.errors import UserInputError
+
+CV_SCHEMES = ("auto", "stratified", "kfold", "group", "time")
+
+
+@dataclass(frozen=True)
+class CVAdvice:
+    scheme: str
+    reason: str
+
+
+def advise_cv(dataset) -> CVAdvice:
+    """Group when groups are known, time order when a time column is, else (stratified) K-fold."""
+    if dataset.group_column is not None:
+        return CVAdvice("group", f"group column {dataset.group_column!r}: whole groups per fold")
+    if dataset.time_column is not None:
+        return CVAdvice("time", f"time column {dataset.time_column!r}: folds train on the past "
+                                "and test on the future")
+    if dataset.cv_groups is not None:
+        return CVAdvice("group", "near-duplicate rows: each cluster of copies stays in one fold")
+    if dataset.task == "regression":
+        return CVAdvice("kfold", "no groups or time order known: shuffled K-fold")
+    return CVAdvice("stratified", "no groups or time order known: stratified K-fold keeps the "
+                                  "class balance in every fold")
+
+
+def resolve_scheme(dataset, scheme: str | None) -> tuple[str, str]:
+    """The scheme to use and why (``auto`` follows the advice)."""
+    if scheme in (None, "", "auto"):
+        advice = advise_cv(dataset)
+        return advice.scheme, f"advice: {advice.reason}"
+    if scheme not in CV_SCHEMES:
+        raise UserInputError(f"unknown cv scheme {scheme!r}. Valid: {', '.join(CV_SCHEMES)}")
+    if scheme == "group" and dataset.group_column is None and dataset.cv_groups is None:
+        raise UserInputError("--cv-scheme group needs --group-column")
+    if scheme == "time" and dataset.time_column is None:
+        raise UserInputError("--cv-scheme time needs --time-column")
+    if scheme == "stratified" and dataset.task == "regression":
+        scheme = "kfold"
+    return scheme, "chosen by the user (overrides the advice)"
+
+
+def cv_groups(dataset) -> np.ndarray:
+    if dataset.group_column is not None:
+        return dataset.frame[dataset.group_column].astype(str).to_numpy()
+    return np.asarray(dataset.cv_groups)
+
+
+def make_splits(dataset, cv, random_state: int = 0, scheme: str = "auto"
+                ) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Fixed (train, test) index pairs shared by the baseline and every candidate.
+
+    ``cv`` is a fold count (used with ``scheme``) or any sklearn splitter.
+    """
+    y = dataset.y
+    if not isinstance(cv, (int, np.integer)):
+        return [(np.asarray(tr), np.asarray(te)) for tr, te in cv.split(dataset.X, y)]
+    k = int(cv)
+    if k < 2:
+        raise UserInputError(f"cv must be at least 2 folds, got {k}")
+    if dataset.n_rows < k:
+        raise UserInputError(f"{dataset.n_rows} rows is fewer than cv={k} folds; "
+                             f"use --cv {max(2, dataset.n_rows)} or fewer, or more data")
+    scheme, _ = resolve_scheme(dataset, scheme)
+    classification = dataset.task != "regression"
+    if classification:
+        counts = y.value_counts()
+        if counts.min() < k:
+            raise UserInputError(
+                f"class {counts.idxmin()!r} of target {dataset.target!r} has "
+                f"{int(counts.min())} rows, fewer than cv={k} folds; lower --cv to "
+                f"{max(2, int(counts.min()))} or drop that class")
+    if scheme == "time":
+        from mlflow_agentic.data.split import parse_time
+
+        times = parse_time(dataset.frame[dataset.time_column], dataset.time_column)
+        order = np.argsort(times.fillna(times.min()).to_numpy(), kind="stable")
+        return [(order[tr], order[te]) for tr, te in TimeSeriesSplit(n_splits=k).split(order)]
+    if scheme == "group":
+        groups = cv_groups(dataset)
+        n_groups = len(np.unique(groups))
+        if n_groups < k:
+            raise UserInputError(f"{n_groups} groups is fewer than cv={k} folds; lower --cv")
+        splitter = (StratifiedGroupKFold(n_splits=k, shuffle=True, random_state=random_state)
+                    if classification else GroupKFold(n_splits=k))
+        return [(tr, te) for tr, te in splitter.split(dataset.X, y, groups)]
+    splitter = (StratifiedKFold(n_splits=k, shuffle=True, random_state=random_state)
+                if classification and scheme == "stratified"
+                else KFold(n_splits=k, shuffle=True, random_state=random_state))
+    return [(tr, te) for tr, te in splitter.split(dataset.X, y)]
