@@ -42,6 +42,17 @@ class WholeNumber(click.ParamType):
         return number
 
 
+def _optional_float(ctx, param, value):
+    """A float, or None for an empty MLproject parameter."""
+    value = _blank_to_none(ctx, param, value)
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except ValueError as exc:
+        raise click.BadParameter(f"{value!r} is not a number") from exc
+
+
 def _split_list(value):
     if not value:
         return None
@@ -87,17 +98,44 @@ def main() -> None:
               show_default=True, help="How much a candidate must beat the trivial baseline by.")
 @click.option("--tracking-uri", callback=_blank_to_none,
               help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI or sqlite:///mlflow.db).")
+@click.option("--time-column", callback=_blank_to_none,
+              help="Rows are ordered by this column: the latest rows are the holdout and CV "
+                   "folds train on the past.")
+@click.option("--group-column", callback=_blank_to_none,
+              help="Whole groups (e.g. customers) stay on one side of every split.")
+@click.option("--holdout-fraction", default=None, callback=_optional_float,
+              help="Share of rows sealed as the holdout, in (0, 0.5] (default 0.2; 0.25 with "
+                   "--group-column).")
+@click.option("--post-outcome-columns", callback=_blank_to_none,
+              help="Comma-separated columns known only after the outcome: blanked in the "
+                   "holdout, as at prediction time.")
+@click.option("--cv-scheme", type=click.Choice(("auto", "stratified", "kfold", "group", "time")),
+              default="auto", show_default=True,
+              help="auto follows the briefing's advice (group / time / stratified).")
+@click.option("--keep-flagged-columns", is_flag=True,
+              help="Keep columns a critical leakage finding would exclude.")
 @click.option("--quiet", is_flag=True, help="No progress display; print the summary only.")
 def run_command(data, target, proposer, trainers, max_iterations, patience, cv, metric,
                 register_name, no_register, experiment, seed, candidates, optuna_storage, margin,
-                tracking_uri, quiet) -> None:
-    """Search for a verified model on DATA and register the best in MLflow."""
+                tracking_uri, time_column, group_column, holdout_fraction, post_outcome_columns,
+                cv_scheme, keep_flagged_columns, quiet) -> None:
+    """Search for a verified model on DATA and register the best in MLflow.
+
+    The holdout is sealed first; the search sees only the training rows; every attempt is scored
+    on the holdout at the end (CV minus holdout = the gap).
+    """
+    from mlflow_agentic.search import SplitOptions
+
+    split = SplitOptions(time_column=time_column, group_column=group_column,
+                         holdout_fraction=holdout_fraction,
+                         post_outcome_columns=_split_list(post_outcome_columns) or ())
     try:
         _run(data=data, target=target, proposer=proposer, trainers=_split_list(trainers),
              max_iterations=max_iterations, patience=patience, cv=cv, metric=metric,
              register_name=register_name, register=not no_register, experiment=experiment,
              seed=seed, candidates=candidates, optuna_storage=optuna_storage, margin=margin,
-             tracking_uri=tracking_uri, quiet=quiet)
+             tracking_uri=tracking_uri, split=split, cv_scheme=cv_scheme,
+             keep_flagged_columns=keep_flagged_columns, quiet=quiet)
     except AgenticError as exc:
         click.secho(f"error: {exc}", fg="red", err=True)
         sys.exit(EXIT_USER_ERROR)
@@ -105,33 +143,37 @@ def run_command(data, target, proposer, trainers, max_iterations, patience, cv, 
 
 def _run(*, data, target, proposer, trainers, max_iterations, patience, cv, metric,
          register_name, register, experiment, seed, candidates, optuna_storage, margin,
-         tracking_uri, quiet) -> None:
+         tracking_uri, split, cv_scheme, keep_flagged_columns, quiet) -> None:
     from mlflow_agentic.data import Dataset
-    from mlflow_agentic.engine import AgenticAutoML
     from mlflow_agentic.metrics import resolve_metric
+    from mlflow_agentic.search import run_search
     from mlflow_agentic.trainers import resolve_trainers
     from mlflow_agentic.verify import DeterministicVerifier
 
     dataset = Dataset.from_path(data, target)
     resolve_metric(metric, dataset.task)  # fail before anything is logged
     allowed = resolve_trainers(trainers, dataset.task)
-    chosen = _make_proposer(proposer, candidates, allowed, dataset, seed, optuna_storage)
+    if candidates and proposer != "sequence":
+        raise UserInputError("--candidates only applies to --proposer sequence")
 
     from mlflow_agentic.progress import RichProgress
     from mlflow_agentic.tracking import MlflowTracker
 
     tracker = MlflowTracker(experiment=experiment, register_name=register_name,
                             register=register, tracking_uri=tracking_uri)
-    observers = [tracker] if quiet else [tracker, RichProgress()]
-    automl = AgenticAutoML(chosen, verifier=DeterministicVerifier(margin),
-                           max_iterations=max_iterations, patience=patience, cv=cv,
-                           metric=metric, trainers=allowed, random_state=seed,
-                           observers=observers)
-    result = automl.solve(dataset)
+    outcome = run_search(
+        dataset,
+        # built only after the holdout is sealed
+        lambda: _make_proposer(proposer, candidates, allowed, dataset, seed, optuna_storage),
+        split=split, verifier=DeterministicVerifier(margin), max_iterations=max_iterations,
+        patience=patience, cv=cv, cv_scheme=cv_scheme, metric=metric, trainers=allowed,
+        random_state=seed, keep_flagged_columns=keep_flagged_columns, tracker=tracker,
+        observers=[] if quiet else [RichProgress()])
+    result = outcome.run
 
     import mlflow
 
-    click.echo(result.summary())
+    click.echo(outcome.summary())
     click.echo(f"search run: {tracker.parent_run_id} (tracking URI {mlflow.get_tracking_uri()})")
     if tracker.model_version is not None:
         mv = tracker.model_version
@@ -149,8 +191,6 @@ def _make_proposer(name, candidates, allowed, dataset, seed, storage):
     from mlflow_agentic.trainers import get_trainer
 
     if name == "optuna":
-        if candidates:
-            raise UserInputError("--candidates only applies to --proposer sequence")
         return OptunaProposer(seed=seed, storage=storage)
     if not candidates:
         return SequenceProposer.defaults(allowed)
@@ -164,6 +204,43 @@ def _make_proposer(name, candidates, allowed, dataset, seed, storage):
         except ProposerOutputError as exc:
             raise UserInputError(f"{candidates}: candidate {i}: {exc}") from exc
     return proposer
+
+
+@main.group("bench")
+def bench() -> None:
+    """Benchmarks that ship with the product."""
+
+
+@bench.command("traps")
+@click.option("--seed", type=WholeNumber(), default=0, show_default=True,
+              help="Seed for the generated tasks, splits and proposers.")
+@click.option("--experiment", default="bench-traps", show_default=True,
+              help="MLflow experiment for the task runs (one parent run per task).")
+@click.option("--tracking-uri", callback=_blank_to_none,
+              help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI or sqlite:///mlflow.db).")
+def bench_traps(seed, experiment, tracking_uri) -> None:
+    """Six generated churn-like tasks, five with a planted trap (post-outcome leak, time order,
+    groups, near-duplicates, class imbalance) and a clean control: which traps the search
+    catches, and which a naive AutoML falls into, on the same sealed holdout."""
+    import mlflow
+    from rich.console import Console
+
+    from mlflow_agentic.bench.traps import format_table, run_bench
+
+    if tracking_uri:
+        mlflow.set_tracking_uri(tracking_uri)
+    console = Console(width=max(Console().width, 120))
+    rows = run_bench(seed, experiment=experiment,
+                     progress=lambda msg: console.print(f"[dim]{msg}[/]"))
+    console.print(format_table(rows))
+    caught = sum(r.caught for r in rows if r.expected != "-")
+    traps = sum(r.expected != "-" for r in rows)
+    control = next((r for r in rows if r.task == "control"), None)
+    click.echo(f"traps caught: {caught}/{traps}; missed: {traps - caught}; false alarms on the "
+               f"control: {len(control.false_flags) if control else 0}; falsely flagged "
+               f"elsewhere: {sum(len(r.false_flags) for r in rows if r.task != 'control')}; "
+               f"naive AutoML fell into {sum(r.naive_fell for r in rows)}/{traps} traps")
+    click.echo(f"runs: experiment {experiment!r} at {mlflow.get_tracking_uri()}")
 
 
 if __name__ == "__main__":

@@ -29,11 +29,23 @@ class RichProgress(SearchObserver):
             f"metric {metric.name} ({metric.direction}), {context.n_splits}-fold CV, trivial "
             f"baseline {context.baseline_score:.4f}; proposer {context.proposer_name}; trainers "
             f"{', '.join(context.trainers)}")
+        if context.briefing is not None:
+            self._print_briefing(context.briefing)
         self._progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
                                   TextColumn("{task.completed} attempts"), TimeElapsedColumn(),
                                   console=self.console, transient=True)
         self._progress.start()
         self._task = self._progress.add_task("seeding", total=None)
+
+    def _print_briefing(self, briefing) -> None:
+        colour = {"critical": "red", "warning": "yellow", "info": "dim"}
+        self.console.print(f"cv scheme {briefing.cv_scheme} ({briefing.cv_reason})")
+        for f in briefing.findings:
+            action = f" [bold]-> {f.action}[/]" if f.action else ""
+            self.console.print(f"  [{colour[f.severity]}]{f.severity:<8}[/] {f.check}: "
+                               f"{f.message}{action}")
+        if not briefing.findings:
+            self.console.print("  no leakage findings")
 
     def on_attempt_start(self, index: int, candidate: SolutionCandidate, phase: str) -> None:
         trainer = getattr(candidate, "trainer", "?")

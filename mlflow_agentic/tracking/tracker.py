@@ -38,13 +38,17 @@ class MlflowTracker(SearchObserver):
 
     def __init__(self, experiment: str | None = None, register_name: str | None = None,
                  register: bool = True, alias: str = models.DEFAULT_ALIAS,
-                 run_name: str | None = None, tracking_uri: str | None = None) -> None:
+                 run_name: str | None = None, tracking_uri: str | None = None,
+                 auto_finish: bool = True) -> None:
         self.experiment = experiment
         self.register_name = register_name
         self.register = register
         self.alias = alias
         self.run_name = run_name
         self.tracking_uri = tracking_uri
+        self.auto_finish = auto_finish
+        """False when a holdout is scored after the loop: ``finish(run, report)`` is then called
+        by the search orchestrator."""
         self.parent_run_id: str | None = None
         self.child_run_ids: dict[int, str] = {}
         self.model_uri: str | None = None
@@ -96,6 +100,21 @@ class MlflowTracker(SearchObserver):
             source.__dict__["schema"] = infer_signature(models.schema_sample(ds.frame)).inputs
             mlflow.log_input(source, context="training")
         mlflow.log_dict({c: vars(i) for c, i in ds.columns.items()}, "columns.json")
+        if context.briefing is not None:
+            self._log_briefing(context.briefing)
+
+    def _log_briefing(self, briefing) -> None:
+        """Findings as tags (seen in the UI) and, with the profile and advice, as JSON."""
+        tags = {"findings.critical": str(len(briefing.critical)),
+                "findings.total": str(len(briefing.findings)),
+                "cv_scheme": briefing.cv_scheme, "cv_scheme.reason": briefing.cv_reason,
+                "excluded_columns": ",".join(briefing.excluded) or "none"}
+        for k, f in enumerate(briefing.findings, start=1):
+            key = f"finding.{f.check}" + (f".{f.column}" if f.column else "")
+            tags[key if key not in tags else f"{key}.{k}"] = f"{f.severity}: {f.message}"
+        self._log_batch(self.parent_run_id, {}, {}, tags)
+        mlflow.log_dict([f.to_dict() for f in briefing.findings], "findings.json")
+        mlflow.log_dict(briefing.to_dict(), "briefing.json")
 
     def on_attempt_start(self, index: int, candidate: SolutionCandidate, phase: str) -> None:
         trainer = getattr(candidate, "trainer", "?")
@@ -134,29 +153,50 @@ class MlflowTracker(SearchObserver):
         self._child_open = False
 
     def on_search_end(self, run: EngineeringRun) -> None:
-        ctx, parent = self._ctx, self.parent_run_id
         m = run.metric
         metrics = {"n_attempts": len(run.attempts), "n_verified": len(run.valid_attempts),
                    "n_failed": sum(a.failed for a in run.attempts),
+                   "n_quarantined": sum(a.verdict.quarantined for a in run.attempts),
                    "n_iterations": run.n_iterations, "search_seconds": run.wall_seconds,
                    "fit_seconds": run.fit_seconds}
-        tags = {"stop_reason": run.stop_reason, "summary": run.summary(), "status": "finished"}
+        tags = {"stop_reason": run.stop_reason, "summary": run.summary()}
         best = run.best_attempt
         if best is not None:
             metrics[f"best_cv_{m}"] = run.best_score
             tags.update({"best_run_id": self.child_run_ids.get(best.index, ""),
                          "best_trainer": best.candidate.trainer,
                          "best_attempt": str(best.index)})
-        self._write_leaderboard(run)
+        self._log_batch(self.parent_run_id, metrics, {}, tags)
+        if self.auto_finish:
+            self.finish(run)
+
+    def finish(self, run: EngineeringRun, report=None) -> None:
+        """Record the holdout scores (if any), log and register the model, end the parent run.
+
+        Registration comes last, with all the evidence, so nothing half-written is registered.
+        """
+        m, best = run.metric, run.best_attempt
+        metrics: dict[str, float] = {}
+        tags: dict[str, str] = {"status": "finished"}
         note = [f"### {run.summary()}", "", f"Stopped: {run.stop_reason}."]
+        if report is not None:
+            self._log_holdout(run, report)
+            if report.selected is not None and report.selected.error is None:
+                metrics[f"holdout_{m}"] = report.selected.holdout
+                metrics["gap"] = report.selected.gap
+                tags["self_deceived"] = str(report.selected.self_deceived).lower()
+                note.append(f"Selected model: CV {m} {report.selected.cv:.4f}, holdout "
+                            f"{report.selected.holdout:.4f}, gap {report.selected.gap:+.4f}.")
+            tags["holdout"] = f"{report.n_rows} rows, {report.scheme}, digest {report.digest}"
+        self._write_leaderboard(run, report)
         if run.model is not None and self.register:
-            version = self._log_and_register(run, best)
+            version = self._log_and_register(run, best, report)
             note.append(f"Registered `{version.name}` version {version.version} "
                         f"as `@{self.alias}`.")
             tags.update({"registered_model": version.name,
                          "registered_version": str(version.version)})
         elif run.model is not None:
-            info = models.log_model(run.model, ctx.dataset,
+            info = models.log_model(run.model, self._ctx.dataset,
                                     get_trainer(best.candidate.trainer).requirements)
             self.model_uri = info.model_uri
             note.append("Model logged, not registered (registration disabled).")
@@ -164,8 +204,25 @@ class MlflowTracker(SearchObserver):
             tags["registered_model"] = "none"
             note.append("Nothing verified: no model was logged or registered.")
         tags["mlflow.note.content"] = "\n".join(note)
-        self._log_batch(parent, metrics, {}, tags)
+        self._log_batch(self.parent_run_id, metrics, {}, tags)
         mlflow.end_run(status="FINISHED")
+
+    def _log_holdout(self, run: EngineeringRun, report) -> None:
+        from mlflow_agentic.scoring.plot import plot_cv_vs_holdout
+
+        m = run.metric
+        for index, score in report.scores.items():
+            run_id = self.child_run_ids.get(index)
+            if run_id is None:
+                continue
+            if score.error is not None:
+                self._log_batch(run_id, {}, {}, {"holdout_error": score.error})
+                continue
+            self._log_batch(run_id, {f"holdout_{m}": score.holdout, "gap": score.gap}, {},
+                            {"self_deceived": str(score.self_deceived).lower()})
+        with tempfile.TemporaryDirectory() as tmp:
+            path = plot_cv_vs_holdout(report, run, Path(tmp) / "cv_vs_holdout.png")
+            self._client.log_artifact(self.parent_run_id, str(path))
 
     def on_search_error(self, error: BaseException) -> None:
         status = "KILLED" if isinstance(error, KeyboardInterrupt) else "FAILED"
@@ -201,7 +258,7 @@ class MlflowTracker(SearchObserver):
                 pass  # left over from another store in this process
         mlflow.set_experiment(f"{ds.name}-agentic")
 
-    def _log_and_register(self, run: EngineeringRun, best: AttemptRecord):
+    def _log_and_register(self, run: EngineeringRun, best: AttemptRecord, report=None):
         ctx = self._ctx
         trainer = get_trainer(best.candidate.trainer)
         info = models.log_model(run.model, ctx.dataset, trainer.requirements)
@@ -213,13 +270,24 @@ class MlflowTracker(SearchObserver):
             "verdict": best.verdict.reason, "trainer": best.candidate.trainer,
             "run_id": self.child_run_ids.get(best.index, ""), "search_run_id": self.parent_run_id,
             "proposer": ctx.proposer_name, "dataset": ctx.dataset.name,
+            "cv_scheme": ctx.cv_scheme,
         }
+        if report is not None and report.selected is not None and report.selected.error is None:
+            evidence.update({f"holdout_{run.metric}": f"{report.selected.holdout:.6f}",
+                             "gap": f"{report.selected.gap:.6f}",
+                             "self_deceived": str(report.selected.self_deceived).lower(),
+                             "holdout_rows": str(report.n_rows),
+                             "holdout_digest": report.digest})
+        briefing = ctx.briefing
+        if briefing is not None:
+            evidence["excluded_columns"] = ",".join(briefing.excluded) or "none"
+            evidence["critical_findings"] = str(len(briefing.critical))
         self.model_version = models.register(
             info.model_uri, name, evidence, alias=self.alias,
             description=f"{run.summary()}\n\nSearch run {self.parent_run_id}.")
         return self.model_version
 
-    def _write_leaderboard(self, run: EngineeringRun) -> None:
+    def _write_leaderboard(self, run: EngineeringRun, report=None) -> None:
         import pandas as pd
 
         rows = []
@@ -229,6 +297,7 @@ class MlflowTracker(SearchObserver):
                 "trainer": a.candidate.trainer, "status": a.status, "phase": a.phase,
                 f"cv_{run.metric}": None if a.failed else a.score,
                 f"cv_{run.metric}_std": None if a.failed else a.score_std,
+                **self._holdout_columns(run.metric, a, report),
                 "fit_seconds": round(a.fit_seconds, 3), "reason": a.verdict.reason,
                 "params": json.dumps(dict(a.params), default=str), "rationale":
                 a.candidate.rationale})
@@ -239,6 +308,15 @@ class MlflowTracker(SearchObserver):
             summary.write_text(run.summary() + f"\nstopped: {run.stop_reason}\n")
             self._client.log_artifact(self.parent_run_id, str(path))
             self._client.log_artifact(self.parent_run_id, str(summary))
+
+    @staticmethod
+    def _holdout_columns(metric: str, attempt: AttemptRecord, report) -> dict:
+        if report is None:
+            return {}
+        score = report.scores.get(attempt.index)
+        if score is None or score.error is not None:
+            return {f"holdout_{metric}": None, "gap": None}
+        return {f"holdout_{metric}": score.holdout, "gap": score.gap}
 
     def _log_batch(self, run_id: str, metrics: dict, params: dict, tags: dict) -> None:
         ts = _now_ms()

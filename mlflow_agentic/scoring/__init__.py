@@ -1,0 +1,5 @@
+"""Holdout scoring (after the loop). Imported only by the search orchestrator and the CLI."""
+
+from mlflow_agentic.scoring.holdout import HoldoutReport, HoldoutScore, score_on_holdout
+
+__all__ = ["HoldoutReport", "HoldoutScore", "score_on_holdout"]

@@ -1,0 +1,43 @@
+"""CV vs holdout for every attempt, as a PNG: points below the diagonal flattered themselves."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def plot_cv_vs_holdout(report, run, path: Path) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    status = {a.index: a.status for a in run.attempts}
+    colours = {"verified": "tab:green", "rejected": "tab:orange", "quarantined": "tab:purple",
+               "failed": "tab:red"}
+    fig, ax = plt.subplots(figsize=(6, 5), dpi=110)
+    points = [s for s in report.scores.values() if s.error is None]
+    for kind, colour in colours.items():
+        xs = [s.cv for s in points if status[s.index] == kind]
+        ys = [s.holdout for s in points if status[s.index] == kind]
+        if xs:
+            ax.scatter(xs, ys, c=colour, label=kind, s=36, alpha=0.85, edgecolors="black",
+                       linewidths=0.4)
+    if report.selected is not None and report.selected.error is None:
+        ax.scatter([report.selected.cv], [report.selected.holdout], s=180, facecolors="none",
+                   edgecolors="black", linewidths=1.5, label="selected")
+    values = [v for s in points for v in (s.cv, s.holdout)]
+    if values:
+        lo, hi = min(values), max(values)
+        pad = (hi - lo) * 0.1 or 0.01
+        ax.plot([lo - pad, hi + pad], [lo - pad, hi + pad], "k--", lw=0.8, label="CV = holdout")
+        ax.set_xlim(lo - pad, hi + pad)
+        ax.set_ylim(lo - pad, hi + pad)
+    ax.set_xlabel(f"cross-validated {report.metric} (training rows)")
+    ax.set_ylabel(f"holdout {report.metric} (sealed rows)")
+    ax.set_title(f"{run.dataset_name}: CV vs holdout, {len(points)} attempts")
+    ax.legend(loc="best", fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path

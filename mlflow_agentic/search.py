@@ -1,0 +1,82 @@
+"""One honest search, in order: seal the holdout, brief, build the proposer, run the loop, score
+the holdout, then register. The only place that holds both the loop and the holdout."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from mlflow_agentic.briefing import Briefing, build_briefing
+from mlflow_agentic.data.split import Holdout, seal_holdout
+from mlflow_agentic.engine import AgenticAutoML, EngineeringRun, SearchObserver
+from mlflow_agentic.proposers.base import CandidateProposer
+from mlflow_agentic.scoring import HoldoutReport, score_on_holdout
+from mlflow_agentic.verify import DeterministicVerifier
+
+
+@dataclass
+class SplitOptions:
+    time_column: str | None = None
+    group_column: str | None = None
+    holdout_fraction: float | None = None
+    post_outcome_columns: Sequence[str] = ()
+
+
+@dataclass
+class SearchResult:
+    run: EngineeringRun
+    briefing: Briefing
+    holdout: HoldoutReport
+    train_rows: int
+
+    def summary(self) -> str:
+        return f"{self.run.summary()}\n{self.holdout.line()}"
+
+
+def run_search(
+    dataset,
+    make_proposer: Callable[[], CandidateProposer],
+    *,
+    split: SplitOptions | None = None,
+    verifier: DeterministicVerifier | None = None,
+    max_iterations: int = 8,
+    patience: int = 3,
+    cv: int = 5,
+    cv_scheme: str = "auto",
+    metric: str | None = None,
+    trainers: Sequence[str] | None = None,
+    random_state: int = 0,
+    keep_flagged_columns: bool = False,
+    tracker=None,
+    observers: Sequence[SearchObserver] = (),
+) -> SearchResult:
+    """Seal, brief, search, score, register. ``make_proposer`` is called after the holdout is
+    sealed, so no proposer ever exists while the holdout rows are in reach."""
+    split = split or SplitOptions()
+    train, holdout = seal_holdout(
+        dataset, time_column=split.time_column, group_column=split.group_column,
+        holdout_fraction=split.holdout_fraction,
+        post_outcome_columns=tuple(split.post_outcome_columns), random_state=random_state)
+    briefing = build_briefing(train, cv=cv, cv_scheme=cv_scheme, random_state=random_state,
+                              keep_flagged_columns=keep_flagged_columns)
+    all_observers = list(observers)
+    if tracker is not None:
+        tracker.auto_finish = False
+        all_observers.insert(0, tracker)
+    automl = AgenticAutoML(make_proposer(), verifier=verifier, max_iterations=max_iterations,
+                           patience=patience, cv=cv, metric=metric, trainers=trainers,
+                           random_state=random_state, observers=all_observers,
+                           cv_scheme=briefing.cv_scheme, briefing=briefing)
+    run = automl.solve(briefing.dataset)
+    try:
+        report = score_on_holdout(run, briefing.dataset, holdout, random_state)
+        if tracker is not None:
+            tracker.finish(run, report)
+    except BaseException as exc:
+        if tracker is not None:
+            tracker.on_search_error(exc)
+        raise
+    return SearchResult(run, briefing, report, train.n_rows)
+
+
+__all__ = ["Holdout", "SearchResult", "SplitOptions", "run_search"]
