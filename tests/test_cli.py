@@ -40,6 +40,7 @@ def test_cli_run_end_to_end_in_a_subprocess(tracking_uri, small_csv, broken_plug
     assert proc.returncode == 0, proc.stderr
     assert "Agentic AutoML: 3 attempts (2 verified); best=" in proc.stdout
     assert "registered: models:/churn-agentic@challenger (version 1)" in proc.stdout
+    assert "holdout (60 rows, stratified): selected" in proc.stdout
     assert "deliberately broken trainer" in proc.stderr  # the progress line shows the failure
     mv = mlflow.MlflowClient().get_model_version_by_alias("churn-agentic", "challenger")
     assert mv.tags["trainer"] in ("linear", "hist_gradient_boosting")
@@ -85,6 +86,17 @@ CASES = {
                                           bad(p, "c.json", '[{"trainer": "xgboost", "params": '
                                               '{"max_depth": "deep"}}]')],
                            "candidate 1: bad value for xgboost.max_depth"),
+    "unknown time column": (lambda p, ok: ["--data", ok, "--time-column", "when"],
+                            "unknown time column 'when'"),
+    "time column that does not parse": (lambda p, ok: ["--data", ok, "--time-column", "gender"],
+                                        "time column 'gender' does not parse as dates"),
+    "too few groups": (lambda p, ok: ["--data", ok, "--group-column", "gender"],
+                       "has 2 groups; at least 4"),
+    "holdout fraction out of range": (lambda p, ok: ["--data", ok, "--holdout-fraction", "0.7"],
+                                      "holdout fraction must be in (0, 0.5], got 0.7"),
+    "unknown post-outcome column": (lambda p, ok: ["--data", ok, "--post-outcome-columns",
+                                                   "Refund"],
+                                    "unknown post-outcome column(s) 'Refund'"),
     "params not JSON": (lambda p, ok: ["--data", ok, "--proposer", "sequence", "--candidates",
                                        bad(p, "c.json", "[{trainer: xgboost}]")],
                         "is not valid JSON"),

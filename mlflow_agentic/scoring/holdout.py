@@ -4,6 +4,7 @@ rows and scored on the sealed holdout. The loop and the proposers never import t
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 
 from mlflow_agentic.engine.evaluation import predict_outputs
@@ -35,6 +36,8 @@ class HoldoutReport:
     n_rows: int
     scheme: str
     digest: str
+    fit_seconds: float = 0.0
+    """Time spent refitting attempts on the training rows and predicting the holdout."""
 
     def line(self) -> str:
         if self.selected is None:
@@ -58,6 +61,7 @@ def score_on_holdout(run: EngineeringRun, train, holdout, random_state: int = 0
     metric = METRICS[run.metric]
     hd = holdout.dataset
     scores: dict[int, HoldoutScore] = {}
+    started = time.perf_counter()
     best_index = run.best_attempt.index if run.best_attempt is not None else None
     for attempt in run.attempts:
         if attempt.failed or not math.isfinite(attempt.score):
@@ -79,4 +83,4 @@ def score_on_holdout(run: EngineeringRun, train, holdout, random_state: int = 0
                 float("nan"), False, f"{type(exc).__name__}: {exc}")
     selected = scores.get(best_index) if best_index is not None else None
     return HoldoutReport(run.metric, scores, selected, hd.n_rows, holdout.scheme,
-                         holdout.digest)
+                         holdout.digest, time.perf_counter() - started)
