@@ -227,11 +227,17 @@ def bench_traps(seed, experiment, tracking_uri) -> None:
 
     from mlflow_agentic.bench.traps import format_table, run_bench
 
+    import contextlib
+    import os
+
     if tracking_uri:
         mlflow.set_tracking_uri(tracking_uri)
     console = Console(width=max(Console().width, 120))
-    rows = run_bench(seed, experiment=experiment,
-                     progress=lambda msg: console.print(f"[dim]{msg}[/]"))
+    # under `mlflow run -e bench` the project's run is the outer run: tasks nest under it
+    outer = mlflow.start_run() if os.environ.get("MLFLOW_RUN_ID") else contextlib.nullcontext()
+    with outer:
+        rows = run_bench(seed, experiment=None if os.environ.get("MLFLOW_RUN_ID") else experiment,
+                         progress=lambda msg: console.print(f"[dim]{msg}[/]"))
     console.print(format_table(rows))
     caught = sum(r.caught for r in rows if r.expected != "-")
     traps = sum(r.expected != "-" for r in rows)
@@ -240,7 +246,10 @@ def bench_traps(seed, experiment, tracking_uri) -> None:
                f"control: {len(control.false_flags) if control else 0}; falsely flagged "
                f"elsewhere: {sum(len(r.false_flags) for r in rows if r.task != 'control')}; "
                f"naive AutoML fell into {sum(r.naive_fell for r in rows)}/{traps} traps")
-    click.echo(f"runs: experiment {experiment!r} at {mlflow.get_tracking_uri()}")
+    where = "nested under this project run" if os.environ.get("MLFLOW_RUN_ID") else \
+        f"experiment {experiment!r}"
+    click.echo(f"runs: one parent run per task (tag bench=traps), {where}, at "
+               f"{mlflow.get_tracking_uri()}")
 
 
 if __name__ == "__main__":

@@ -102,7 +102,7 @@ def run_task(task: TrapTask, seed: int, tracker=None, quiet: bool = True) -> Tra
                    run_id=tracker.parent_run_id if tracker is not None else None)
 
 
-def run_bench(seed: int = 0, experiment: str = "bench-traps", track: bool = True,
+def run_bench(seed: int = 0, experiment: str | None = "bench-traps", track: bool = True,
               progress=None) -> list[TrapRow]:
     rows = []
     for task in make_tasks(seed):
@@ -144,7 +144,8 @@ def format_table(rows: list[TrapRow]):
         return "-" if v is None else f"{v:.3f}"
 
     for r in rows:
-        table.add_row(r.task, "yes" if r.caught else "[red]MISSED[/]",
+        table.add_row(r.task, "-" if r.expected == "-" else "yes" if r.caught else
+                      "[red]MISSED[/]",
                       ", ".join(r.false_flags) or "0", f(r.cv), f(r.holdout), f(r.gap),
                       f(r.naive_cv), f(r.naive_holdout), f(r.naive_gap),
                       ("yes, uses leak" if r.naive_used_planted else "yes")

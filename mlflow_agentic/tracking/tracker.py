@@ -238,7 +238,11 @@ class MlflowTracker(SearchObserver):
     def _choose_experiment(self, ds) -> None:
         """``--experiment``, else the one ``mlflow run`` or the environment names (if it exists
         in this store), else ``<data>-agentic``."""
-        if os.environ.get("MLFLOW_RUN_ID") and mlflow.active_run() is None:
+        active = mlflow.active_run()
+        if active is not None:  # nested under the caller's run, in its experiment
+            mlflow.set_experiment(experiment_id=active.info.experiment_id)
+            return
+        if os.environ.get("MLFLOW_RUN_ID"):
             if self.experiment:
                 warnings.warn("under `mlflow run` the run's experiment is fixed; use "
                               "`mlflow run --experiment-name` instead of --experiment",
