@@ -222,21 +222,22 @@ def bench_traps(seed, experiment, tracking_uri) -> None:
     """Six generated churn-like tasks, five with a planted trap (post-outcome leak, time order,
     groups, near-duplicates, class imbalance) and a clean control: which traps the search
     catches, and which a naive AutoML falls into, on the same sealed holdout."""
+    import contextlib
+    import os
+
     import mlflow
     from rich.console import Console
 
     from mlflow_agentic.bench.traps import format_table, run_bench
 
-    import contextlib
-    import os
-
     if tracking_uri:
         mlflow.set_tracking_uri(tracking_uri)
     console = Console(width=max(Console().width, 120))
     # under `mlflow run -e bench` the project's run is the outer run: tasks nest under it
-    outer = mlflow.start_run() if os.environ.get("MLFLOW_RUN_ID") else contextlib.nullcontext()
+    under_project = bool(os.environ.get("MLFLOW_RUN_ID"))
+    outer = mlflow.start_run() if under_project else contextlib.nullcontext()
     with outer:
-        rows = run_bench(seed, experiment=None if os.environ.get("MLFLOW_RUN_ID") else experiment,
+        rows = run_bench(seed, experiment=None if under_project else experiment,
                          progress=lambda msg: console.print(f"[dim]{msg}[/]"))
     console.print(format_table(rows))
     caught = sum(r.caught for r in rows if r.expected != "-")
@@ -246,7 +247,7 @@ def bench_traps(seed, experiment, tracking_uri) -> None:
                f"control: {len(control.false_flags) if control else 0}; falsely flagged "
                f"elsewhere: {sum(len(r.false_flags) for r in rows if r.task != 'control')}; "
                f"naive AutoML fell into {sum(r.naive_fell for r in rows)}/{traps} traps")
-    where = "nested under this project run" if os.environ.get("MLFLOW_RUN_ID") else \
+    where = "nested under this project run" if under_project else \
         f"experiment {experiment!r}"
     click.echo(f"runs: one parent run per task (tag bench=traps), {where}, at "
                f"{mlflow.get_tracking_uri()}")
