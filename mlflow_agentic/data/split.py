@@ -5,6 +5,7 @@ Only the scorer (``mlflow_agentic.scoring``) reads a ``Holdout``; the loop never
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import math
 from collections.abc import Sequence
@@ -126,7 +127,7 @@ def seal_holdout(
         frame = held.frame.copy()
         for column in post_outcome_columns:
             frame[column] = np.nan
-        held = Dataset(**{**held.__dict__, "frame": frame})
+        held = dataclasses.replace(held, frame=frame)
     return train, Holdout(held, scheme, float(fraction), tuple(post_outcome_columns))
 
 
