@@ -9,7 +9,7 @@ import click
 from mlflow_agentic import __version__
 from mlflow_agentic.errors import AgenticError, ProposerOutputError, UserInputError
 
-PROPOSERS = ("optuna", "sequence")
+PROPOSERS = ("optuna", "sequence", "llm")
 EXIT_USER_ERROR = 2
 
 
@@ -114,11 +114,16 @@ def main() -> None:
               help="auto follows the briefing's advice (group / time / stratified).")
 @click.option("--keep-flagged-columns", is_flag=True,
               help="Keep columns a critical leakage finding would exclude.")
+@click.option("--llm-model", callback=_blank_to_none,
+              help="Model for --proposer llm (default: $MLFLOW_AGENTIC_LLM_MODEL).")
+@click.option("--llm-base-url", callback=_blank_to_none,
+              help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1 "
+                   "(default: $OPENAI_BASE_URL, else OpenAI). Key: $OPENAI_API_KEY.")
 @click.option("--quiet", is_flag=True, help="No progress display; print the summary only.")
 def run_command(data, target, proposer, trainers, max_iterations, patience, cv, metric,
                 register_name, no_register, experiment, seed, candidates, optuna_storage, margin,
                 tracking_uri, time_column, group_column, holdout_fraction, post_outcome_columns,
-                cv_scheme, keep_flagged_columns, quiet) -> None:
+                cv_scheme, keep_flagged_columns, llm_model, llm_base_url, quiet) -> None:
     """Search for a verified model on DATA and register the best in MLflow.
 
     The holdout is sealed first; the search sees only the training rows; every attempt is scored
@@ -135,7 +140,8 @@ def run_command(data, target, proposer, trainers, max_iterations, patience, cv, 
              register_name=register_name, register=not no_register, experiment=experiment,
              seed=seed, candidates=candidates, optuna_storage=optuna_storage, margin=margin,
              tracking_uri=tracking_uri, split=split, cv_scheme=cv_scheme,
-             keep_flagged_columns=keep_flagged_columns, quiet=quiet)
+             keep_flagged_columns=keep_flagged_columns, llm=(llm_model, llm_base_url),
+             quiet=quiet)
     except AgenticError as exc:
         click.secho(f"error: {exc}", fg="red", err=True)
         sys.exit(EXIT_USER_ERROR)
@@ -143,7 +149,7 @@ def run_command(data, target, proposer, trainers, max_iterations, patience, cv, 
 
 def _run(*, data, target, proposer, trainers, max_iterations, patience, cv, metric,
          register_name, register, experiment, seed, candidates, optuna_storage, margin,
-         tracking_uri, split, cv_scheme, keep_flagged_columns, quiet) -> None:
+         tracking_uri, split, cv_scheme, keep_flagged_columns, llm, quiet) -> None:
     from mlflow_agentic.data import Dataset
     from mlflow_agentic.metrics import resolve_metric
     from mlflow_agentic.search import run_search
@@ -164,7 +170,8 @@ def _run(*, data, target, proposer, trainers, max_iterations, patience, cv, metr
     outcome = run_search(
         dataset,
         # built only after the holdout is sealed
-        lambda: _make_proposer(proposer, candidates, allowed, dataset, seed, optuna_storage),
+        lambda: _make_proposer(proposer, candidates, allowed, dataset, seed, optuna_storage,
+                               llm),
         split=split, verifier=DeterministicVerifier(margin), max_iterations=max_iterations,
         patience=patience, cv=cv, cv_scheme=cv_scheme, metric=metric, trainers=allowed,
         random_state=seed, keep_flagged_columns=keep_flagged_columns, tracker=tracker,
@@ -186,10 +193,20 @@ def _run(*, data, target, proposer, trainers, max_iterations, patience, cv, metr
     click.echo(f"browse it:  mlflow ui --backend-store-uri {mlflow.get_tracking_uri()}")
 
 
-def _make_proposer(name, candidates, allowed, dataset, seed, storage):
+def _make_proposer(name, candidates, allowed, dataset, seed, storage, llm=(None, None)):
     from mlflow_agentic.proposers import OptunaProposer, SequenceProposer
     from mlflow_agentic.trainers import get_trainer
 
+    if name == "llm":
+        import importlib.util
+
+        from mlflow_agentic.proposers.llm import LLMProposer
+
+        if importlib.util.find_spec("openai") is None:
+            raise UserInputError("--proposer llm needs the openai package: "
+                                 "pip install -e '.[llm]'")
+
+        return LLMProposer(model=llm[0], base_url=llm[1])
     if name == "optuna":
         return OptunaProposer(seed=seed, storage=storage)
     if not candidates:

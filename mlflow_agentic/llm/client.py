@@ -1,0 +1,145 @@
+"""The one place that talks to an LLM: the ``openai`` SDK against any OpenAI-compatible endpoint.
+
+Structured output degrades gracefully: ``json_schema`` (strict), then ``json_object`` with the
+schema (llama.cpp's server), then plain text with the JSON extracted. Transient failures
+(timeouts, 429, 5xx, connection refused) are retried with backoff a bounded number of times.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+MODES = ("json_schema", "json_object", "text")
+
+
+class LLMUnavailable(Exception):
+    """The endpoint kept failing (transiently) past the retry budget."""
+
+
+class LLMOutputError(Exception):
+    """The endpoint answered, but not with JSON we can read."""
+
+
+@dataclass
+class LLMConfig:
+    model: str | None = None
+    base_url: str | None = None
+    api_key: str | None = None
+    timeout: float = 60.0
+    max_attempts: int = 4
+    backoff: float = 0.5
+
+    def resolved(self) -> LLMConfig:
+        """Arguments first, then OPENAI_BASE_URL / OPENAI_API_KEY / MLFLOW_AGENTIC_LLM_MODEL."""
+        return LLMConfig(
+            model=self.model or os.environ.get("MLFLOW_AGENTIC_LLM_MODEL") or "gpt-4o-mini",
+            base_url=self.base_url or os.environ.get("OPENAI_BASE_URL"),
+            api_key=self.api_key or os.environ.get("OPENAI_API_KEY") or "not-needed",
+            timeout=self.timeout, max_attempts=self.max_attempts, backoff=self.backoff)
+
+
+@dataclass
+class LLMReply:
+    data: dict[str, Any]
+    text: str
+    mode: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+    attempts: int = 1
+    errors: list[str] = field(default_factory=list)
+
+
+def extract_json(text: str) -> dict[str, Any]:
+    """The first JSON object in ``text`` (models wrap it in prose or code fences)."""
+    decoder = json.JSONDecoder()
+    for start in (i for i, ch in enumerate(text) if ch == "{"):
+        try:
+            value, _ = decoder.raw_decode(text[start:])
+        except json.JSONDecodeError:
+            continue
+        if isinstance(value, dict):
+            return value
+    raise LLMOutputError(f"no JSON object in the answer: {text[:200]!r}")
+
+
+class LLMClient:
+    """Chat completions returning a JSON object; the SDK client is created on first use."""
+
+    def __init__(self, config: LLMConfig | None = None) -> None:
+        self.config = (config or LLMConfig()).resolved()
+        self.mode = MODES[0]
+        self._client = None
+
+    @property
+    def client(self):
+        if self._client is None:
+            try:
+                from openai import OpenAI
+            except ImportError as exc:  # optional dependency
+                raise ImportError("the LLM proposer needs the openai package: "
+                                  "pip install 'mlflow-agentic[llm]'") from exc
+            self._client = OpenAI(base_url=self.config.base_url, api_key=self.config.api_key,
+                                  timeout=self.config.timeout, max_retries=0)
+        return self._client
+
+    def complete_json(self, messages: list[dict], schema: dict, name: str = "proposal"
+                      ) -> LLMReply:
+        import openai
+
+        errors: list[str] = []
+        started = time.perf_counter()
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                response = self.client.chat.completions.create(
+                    model=self.config.model, messages=messages, temperature=0.2,
+                    **self._format(schema, name))
+            except openai.APIStatusError as exc:
+                errors.append(f"{self.mode}: HTTP {exc.status_code}")
+                if self._downgrade(exc):
+                    attempt -= 1  # a capability probe, not a failure
+                    continue
+                if exc.status_code != 429 and exc.status_code < 500:
+                    raise LLMUnavailable(f"HTTP {exc.status_code}: {exc}") from exc
+            except (openai.APITimeoutError, openai.APIConnectionError) as exc:
+                errors.append(f"{type(exc).__name__}")
+            else:
+                text = response.choices[0].message.content or ""
+                usage = response.usage
+                data = json.loads(text) if self.mode != "text" and _is_json(text) \
+                    else extract_json(text)
+                return LLMReply(data, text, self.mode,
+                                getattr(usage, "prompt_tokens", 0) or 0,
+                                getattr(usage, "completion_tokens", 0) or 0,
+                                time.perf_counter() - started, attempt, errors)
+            if attempt >= self.config.max_attempts:
+                raise LLMUnavailable(f"gave up after {attempt} attempts: {'; '.join(errors)}")
+            time.sleep(self.config.backoff * 2 ** (attempt - 1))
+
+    def _format(self, schema: dict, name: str) -> dict:
+        if self.mode == "json_schema":
+            return {"response_format": {"type": "json_schema", "json_schema": {
+                "name": name, "schema": schema, "strict": True}}}
+        if self.mode == "json_object":
+            return {"response_format": {"type": "json_object", "schema": schema}}
+        return {}
+
+    def _downgrade(self, exc) -> bool:
+        """A server that rejects a response_format gets the next simpler one, once."""
+        if self.mode == "text" or exc.status_code == 429 or exc.status_code in (502, 503, 504):
+            return False
+        self.mode = MODES[MODES.index(self.mode) + 1]
+        return True
+
+
+def _is_json(text: str) -> bool:
+    try:
+        return isinstance(json.loads(text), dict)
+    except json.JSONDecodeError:
+        return False

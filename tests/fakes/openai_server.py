@@ -1,0 +1,67 @@
+"""A scripted OpenAI-compatible chat-completions server on 127.0.0.1, for the real openai client.
+
+Each request pops the next step of the script: ("answer", dict | str), ("status", code),
+("slow", seconds, answer), ("reject_schema",) -> HTTP 500 when asked for json_schema (then the
+step is kept for the next request). Every request body is recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class ScriptedOpenAI:
+    def __init__(self, script=None) -> None:
+        self.script = list(script or [])
+        self.requests: list[dict] = []
+        self.rejects_json_schema = False
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):  # noqa: N802 - http.server's naming
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                server.requests.append(body)
+                fmt = (body.get("response_format") or {}).get("type")
+                if server.rejects_json_schema and fmt == "json_schema":
+                    return self._send(500, {"error": {"message": "json_schema not supported"}})
+                step = server.script.pop(0) if server.script else ("status", 500)
+                kind = step[0]
+                if kind == "status":
+                    return self._send(step[1], {"error": {"message": f"scripted {step[1]}"}})
+                if kind == "slow":
+                    time.sleep(step[1])
+                    step = ("answer", step[2])
+                content = step[1] if isinstance(step[1], str) else json.dumps(step[1])
+                return self._send(200, {
+                    "id": "chatcmpl-1", "object": "chat.completion", "created": 0,
+                    "model": body.get("model", "scripted"),
+                    "choices": [{"index": 0, "finish_reason": "stop", "message": {
+                        "role": "assistant", "content": content}}],
+                    "usage": {"prompt_tokens": 100, "completion_tokens": 20,
+                              "total_tokens": 120}})
+
+            def _send(self, code, payload):
+                data = json.dumps(payload).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()

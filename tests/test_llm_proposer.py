@@ -1,0 +1,146 @@
+"""The LLM proposer over real HTTP (a scripted OpenAI-compatible server, the real openai client):
+the fault matrix, fallbacks, and privacy of the prompts."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mlflow_agentic import AgenticAutoML
+from mlflow_agentic.proposers.llm import AgentSolutionProposer, LLMProposer
+from tests.fakes.openai_server import ScriptedOpenAI
+
+TRAINERS = ["linear", "xgboost"]
+
+
+@pytest.fixture
+def server():
+    s = ScriptedOpenAI()
+    yield s
+    s.close()
+
+
+def search(dataset, server, script, max_iterations=1, **kw):
+    server.script = list(script)
+    proposer = LLMProposer(model="scripted", base_url=server.base_url, api_key="k",
+                           timeout=kw.pop("timeout", 5), backoff=0.01,
+                           max_attempts=kw.pop("max_attempts", 3))
+    run = AgenticAutoML(proposer, max_iterations=max_iterations, patience=5, cv=3,
+                        trainers=TRAINERS).solve(dataset)
+    return run, proposer
+
+
+def good(trainer="xgboost", **params):
+    return ("answer", {"trainer": trainer, "params": params or {"max_depth": 3},
+                       "rationale": "shallower trees", "expected_score": 0.99})
+
+
+def test_seeds_without_calls_then_a_valid_proposal(churn_small, server):
+    run, proposer = search(churn_small, server, [good()])
+    assert [a.candidate.trainer for a in run.attempts] == ["linear", "xgboost", "xgboost"]
+    assert len(server.requests) == 1
+    llm = run.attempts[2]
+    assert llm.params["max_depth"] == 3 and "shallower trees" in llm.candidate.rationale
+    assert proposer.exchanges[0].claimed_score == 0.99  # recorded, never used for ranking
+    assert llm.score < 0.99
+    assert server.requests[0]["response_format"]["type"] == "json_schema"
+    assert AgentSolutionProposer is LLMProposer
+
+
+def test_malformed_json_ends_cleanly_keeping_attempts(churn_small, server):
+    run, proposer = search(churn_small, server, [("answer", "sure! here you go: {trainer")],
+                           max_iterations=3)
+    assert len(run.attempts) == 2 and run.stop_reason == "proposer has no more candidates"
+    assert "unreadable answer" in proposer.stopped and run.best_candidate is not None
+
+
+def test_json_in_prose_is_extracted(churn_small, server):
+    server.rejects_json_schema = True
+    text = 'Here is my idea:\n```json\n{"trainer": "linear", "params": {"C": 0.5}, ' \
+           '"rationale": "regularise"}\n```'
+    run, proposer = search(churn_small, server, [("answer", text)])
+    assert run.attempts[2].params["C"] == 0.5
+
+
+def test_unknown_trainer_falls_back_to_the_best_seen(churn_small, server):
+    run, proposer = search(churn_small, server, [good("neural_net", layers=3)])
+    best_seed = max(run.attempts[:2], key=lambda a: a.score).candidate.trainer
+    assert run.attempts[2].candidate.trainer == best_seed
+    assert "unknown trainer 'neural_net'" in run.attempts[2].candidate.rationale
+
+
+def test_out_of_space_params_are_dropped_with_the_reason(churn_small, server):
+    run, _ = search(churn_small, server, [good(max_depth=99, learning_rate=0.05, depth=4,
+                                               subsample="lots")])
+    attempt = run.attempts[2]
+    assert attempt.candidate.params == {"learning_rate": 0.05}
+    why = attempt.candidate.rationale
+    assert "dropped max_depth=99: outside int in [2, 10]" in why
+    assert "dropped depth: not a parameter of xgboost" in why and "dropped subsample" in why
+
+
+def test_malformed_params_degrade_to_defaults(churn_small, server):
+    run, _ = search(churn_small, server, [("answer", {"trainer": "xgboost", "params": "deep",
+                                                      "rationale": "r"})])
+    assert run.attempts[2].candidate.params == {} and not run.attempts[2].failed
+
+
+def test_429_then_success_is_retried(churn_small, server):
+    run, proposer = search(churn_small, server, [("status", 429), good()])
+    assert len(run.attempts) == 3 and proposer.exchanges[0].attempts == 2
+
+
+def test_500s_until_give_up_end_the_search_cleanly(churn_small, server):
+    run, proposer = search(churn_small, server, [("status", 500)] * 10, max_iterations=4)
+    assert len(run.attempts) == 2 and "gave up after 3 attempts" in proposer.stopped
+    assert run.model is not None  # the seeds' best is still refit
+
+
+def test_a_slow_answer_beyond_the_timeout(churn_small, server):
+    run, proposer = search(churn_small, server, [("slow", 3, good())] * 3, timeout=0.5,
+                           max_attempts=2)
+    assert len(run.attempts) == 2 and "APITimeoutError" in proposer.stopped
+
+
+def test_server_rejecting_json_schema_falls_back_to_json_object(churn_small, server):
+    server.rejects_json_schema = True
+    run, proposer = search(churn_small, server, [good(), good("linear", C=2.0)],
+                           max_iterations=2)
+    kinds = [(r.get("response_format") or {}).get("type") for r in server.requests]
+    assert kinds == ["json_schema", "json_object", "json_object"]
+    assert proposer.exchanges[-1].mode == "json_object" and len(run.attempts) == 4
+
+
+def test_prompts_carry_no_cell_values(churn_small, server):
+    run, proposer = search(churn_small, server, [good(), good("linear", C=0.3)],
+                           max_iterations=2)
+    prompts = json.dumps(server.requests)
+    text_columns = [c for c, i in churn_small.columns.items()
+                    if not str(churn_small.frame[c].dtype).startswith(("int", "float"))]
+    values = {str(v) for c in [*text_columns, churn_small.target]
+              for v in churn_small.frame[c].dropna().unique() if len(str(v)) >= 2}
+    leaked = sorted(v for v in values if json.dumps(v) in prompts)
+    assert leaked == []
+    assert "Contract" in prompts  # column names are fine
+
+
+def test_cli_runs_the_llm_proposer_over_http(tracking_uri, server, tmp_path, churn_frame):
+    from click.testing import CliRunner
+
+    from mlflow_agentic.cli import main
+
+    path = tmp_path / "churn.csv"
+    churn_frame.head(300).to_csv(path, index=False)
+    server.script = [good(max_depth=3), good("linear", C=0.3)]
+    result = CliRunner().invoke(main, [
+        "run", "--data", str(path), "--proposer", "llm", "--llm-model", "scripted",
+        "--llm-base-url", server.base_url, "--trainers", "linear,xgboost", "--cv", "3",
+        "--max-iterations", "2", "--quiet"], env={"OPENAI_API_KEY": "k"})
+    assert result.exit_code == 0, result.output
+    assert "Agentic AutoML: 4 attempts" in result.output
+    import mlflow
+
+    runs = mlflow.search_runs(experiment_names=["churn-agentic"],
+                              filter_string="tags.proposer = 'llm'")
+    assert "shallower trees" in " ".join(runs["tags.rationale"].dropna())
