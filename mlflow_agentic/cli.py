@@ -119,11 +119,17 @@ def main() -> None:
 @click.option("--llm-base-url", callback=_blank_to_none,
               help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1 "
                    "(default: $OPENAI_BASE_URL, else OpenAI). Key: $OPENAI_API_KEY.")
+@click.option("--max-cost-usd", default=None, callback=_optional_float,
+              help="Stop the search when the next LLM call would exceed this estimated cost.")
+@click.option("--replay", callback=_blank_to_none,
+              help="Re-run an LLM search from its recorded answers (a run id or a "
+                   "llm_exchanges.jsonl path): no network.")
 @click.option("--quiet", is_flag=True, help="No progress display; print the summary only.")
 def run_command(data, target, proposer, trainers, max_iterations, patience, cv, metric,
                 register_name, no_register, experiment, seed, candidates, optuna_storage, margin,
                 tracking_uri, time_column, group_column, holdout_fraction, post_outcome_columns,
-                cv_scheme, keep_flagged_columns, llm_model, llm_base_url, quiet) -> None:
+                cv_scheme, keep_flagged_columns, llm_model, llm_base_url, max_cost_usd, replay,
+                quiet) -> None:
     """Search for a verified model on DATA and register the best in MLflow.
 
     The holdout is sealed first; the search sees only the training rows; every attempt is scored
@@ -140,7 +146,9 @@ def run_command(data, target, proposer, trainers, max_iterations, patience, cv, 
              register_name=register_name, register=not no_register, experiment=experiment,
              seed=seed, candidates=candidates, optuna_storage=optuna_storage, margin=margin,
              tracking_uri=tracking_uri, split=split, cv_scheme=cv_scheme,
-             keep_flagged_columns=keep_flagged_columns, llm=(llm_model, llm_base_url),
+             keep_flagged_columns=keep_flagged_columns,
+             llm={"model": llm_model, "base_url": llm_base_url, "max_cost_usd": max_cost_usd,
+                  "replay": replay},
              quiet=quiet)
     except AgenticError as exc:
         click.secho(f"error: {exc}", fg="red", err=True)
@@ -161,6 +169,11 @@ def _run(*, data, target, proposer, trainers, max_iterations, patience, cv, metr
     allowed = resolve_trainers(trainers, dataset.task)
     if candidates and proposer != "sequence":
         raise UserInputError("--candidates only applies to --proposer sequence")
+    if llm.get("replay"):
+        if proposer not in ("llm", "optuna"):
+            raise UserInputError("--replay replays an LLM search; use it with --proposer llm")
+        proposer = "llm"
+        _load_recording(llm["replay"])  # fail before anything is logged
 
     from mlflow_agentic.progress import RichProgress
     from mlflow_agentic.tracking import MlflowTracker
@@ -193,7 +206,7 @@ def _run(*, data, target, proposer, trainers, max_iterations, patience, cv, metr
     click.echo(f"browse it:  mlflow ui --backend-store-uri {mlflow.get_tracking_uri()}")
 
 
-def _make_proposer(name, candidates, allowed, dataset, seed, storage, llm=(None, None)):
+def _make_proposer(name, candidates, allowed, dataset, seed, storage, llm=None):
     from mlflow_agentic.proposers import OptunaProposer, SequenceProposer
     from mlflow_agentic.trainers import get_trainer
 
@@ -202,11 +215,14 @@ def _make_proposer(name, candidates, allowed, dataset, seed, storage, llm=(None,
 
         from mlflow_agentic.proposers.llm import LLMProposer
 
+        llm = llm or {}
+        if llm.get("replay"):
+            return LLMProposer.replay(_load_recording(llm["replay"]))
         if importlib.util.find_spec("openai") is None:
             raise UserInputError("--proposer llm needs the openai package: "
                                  "pip install -e '.[llm]'")
-
-        return LLMProposer(model=llm[0], base_url=llm[1])
+        return LLMProposer(model=llm.get("model"), base_url=llm.get("base_url"),
+                           max_cost_usd=llm.get("max_cost_usd"))
     if name == "optuna":
         return OptunaProposer(seed=seed, storage=storage)
     if not candidates:
@@ -268,6 +284,25 @@ def bench_traps(seed, experiment, tracking_uri) -> None:
         f"experiment {experiment!r}"
     click.echo(f"runs: one parent run per task (tag bench=traps), {where}, at "
                f"{mlflow.get_tracking_uri()}")
+
+
+def _load_recording(source: str) -> list[dict]:
+    """Recorded LLM exchanges from a JSONL path, or from an MLflow run's artifact."""
+    from pathlib import Path
+
+    from mlflow_agentic.llm.replay import EXCHANGES_ARTIFACT, read_exchanges
+
+    if Path(source).exists():
+        return read_exchanges(source)
+    from mlflow.exceptions import MlflowException
+
+    from mlflow_agentic.tracking.models import download_run_artifact
+
+    try:
+        return read_exchanges(download_run_artifact(source, EXCHANGES_ARTIFACT))
+    except (MlflowException, OSError) as exc:
+        raise UserInputError(f"--replay {source!r} is neither a file nor a run with an "
+                             f"{EXCHANGES_ARTIFACT} artifact: {exc}") from exc
 
 
 if __name__ == "__main__":

@@ -49,10 +49,12 @@ def tracking_uri(tmp_path, monkeypatch) -> str:
         monkeypatch.delenv(var, raising=False)
     monkeypatch.chdir(tmp_path)
     mlflow.set_tracking_uri(uri)
+    mlflow.tracing.reset()  # the tracer exports to the store current when it was set up
     yield uri
     while mlflow.active_run() is not None:
         mlflow.end_run()
     mlflow.set_tracking_uri(None)
+    mlflow.tracing.reset()
 
 
 BROKEN_PLUGIN = textwrap.dedent('''

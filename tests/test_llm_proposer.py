@@ -144,3 +144,81 @@ def test_cli_runs_the_llm_proposer_over_http(tracking_uri, server, tmp_path, chu
     runs = mlflow.search_runs(experiment_names=["churn-agentic"],
                               filter_string="tags.proposer = 'llm'")
     assert "shallower trees" in " ".join(runs["tags.rationale"].dropna())
+
+
+# ---- accounting, traces, record/replay ----------------------------------------------------------
+def tracked_llm_search(dataset, server, script, **proposer_kw):
+    from mlflow_agentic.search import run_search
+    from mlflow_agentic.tracking import MlflowTracker
+
+    server.script = list(script)
+    tracker = MlflowTracker(register=False)
+    proposer = LLMProposer(model="gpt-4o-mini", base_url=server.base_url, api_key="k",
+                           timeout=5, backoff=0.01, **proposer_kw)
+    result = run_search(dataset, lambda: proposer, max_iterations=3, patience=5, cv=3,
+                        trainers=TRAINERS, tracker=tracker)
+    return result, proposer, tracker
+
+
+def test_tokens_cost_traces_and_recording(tracking_uri, churn_small, server):
+    import mlflow
+
+    result, proposer, tracker = tracked_llm_search(
+        churn_small, server, [good(max_depth=3), good("linear", C=0.5), good(max_depth=4)])
+    client = mlflow.MlflowClient()
+    parent = client.get_run(tracker.parent_run_id)
+    tokens = [server.prompt_tokens(r) for r in server.requests]
+    assert parent.data.metrics["llm_calls"] == 3
+    assert parent.data.metrics["llm_prompt_tokens"] == sum(tokens)
+    assert parent.data.metrics["llm_completion_tokens"] == 60
+    costs = [(t * 0.15 + 20 * 0.60) / 1e6 for t in tokens]  # gpt-4o-mini's listed price
+    assert parent.data.metrics["llm_cost_usd"] == pytest.approx(sum(costs))
+    child = client.get_run(tracker.child_run_ids[3])
+    assert child.data.metrics["llm_prompt_tokens"] == tokens[0]
+    assert child.data.metrics["llm_cost_usd"] == pytest.approx(costs[0])
+    traces = mlflow.search_traces(locations=[parent.info.experiment_id], flush=True,
+                                  run_id=tracker.parent_run_id, return_type="list")
+    assert len(traces) == 3
+    assert child.data.tags["llm.trace_id"] in {t.info.trace_id for t in traces}
+    path = mlflow.artifacts.download_artifacts(run_id=tracker.parent_run_id,
+                                               artifact_path="llm_exchanges.jsonl")
+    with open(path) as fh:
+        lines = fh.read().splitlines()
+    assert len(lines) == 3 and json.loads(lines[0])["candidate"]["trainer"] == "xgboost"
+
+
+def test_replay_proposes_the_same_candidates_without_network(tracking_uri, churn_small, server):
+    from click.testing import CliRunner
+
+    from mlflow_agentic.cli import main
+
+    first, _, tracker = tracked_llm_search(
+        churn_small, server, [good(max_depth=3), good("linear", C=0.5), ("status", 500)] +
+        [("status", 500)] * 5)
+    server.close()  # no network from here on
+    from mlflow_agentic.llm.replay import read_exchanges
+    from mlflow_agentic.proposers.llm import LLMProposer as Proposer
+    from mlflow_agentic.search import run_search
+    from mlflow_agentic.tracking.models import download_run_artifact
+
+    recording = read_exchanges(download_run_artifact(tracker.parent_run_id,
+                                                     "llm_exchanges.jsonl"))
+    again = run_search(churn_small, lambda: Proposer.replay(recording), max_iterations=3,
+                       patience=5, cv=3, trainers=TRAINERS)
+    seq = [(a.candidate.trainer, dict(a.params)) for a in first.run.attempts]
+    assert [(a.candidate.trainer, dict(a.params)) for a in again.run.attempts] == seq
+    assert len(seq) == 4  # two seeds, two proposals, then the recorded give-up
+    bad = CliRunner().invoke(main, ["run", "--data", "x.csv", "--replay", "nope"])
+    assert bad.exit_code == 2
+
+
+def test_cost_budget_stops_before_the_call_that_would_exceed_it(churn_small, server):
+    server.script = [good()] * 5
+    # a price of $1000 per million prompt tokens: each call costs most of a dollar here
+    capped = LLMProposer(model="priced", base_url=server.base_url, api_key="k", backoff=0.01,
+                         max_cost_usd=2.5, prices={"priced": (1000.0, 0.0)})
+    AgenticAutoML(capped, max_iterations=5, patience=10, cv=3, trainers=TRAINERS
+                  ).solve(churn_small)
+    assert 2 <= len(server.requests) < 5 and "cost budget" in capped.stopped
+    assert len(capped.exchanges) == len(server.requests)  # the refused call was never sent
+    assert 1.0 < capped.spent_usd <= 2.5

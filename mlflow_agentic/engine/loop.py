@@ -78,7 +78,7 @@ class AgenticAutoML:
             n_splits=len(splits), max_iterations=self.max_iterations, patience=self.patience,
             random_state=self.random_state, proposer_name=proposer_name(self.proposer),
             settings={"cv_scheme_reason": why, "verifier_margin": self.verifier.margin},
-            cv_scheme=scheme, briefing=self.briefing,
+            cv_scheme=scheme, briefing=self.briefing, emit=self._emit,
         )
         self._notify("on_search_start", context)
         try:
@@ -211,6 +211,13 @@ class AgenticAutoML:
     def _notify(self, hook: str, *args) -> None:
         for observer in self.observers:
             getattr(observer, hook)(*args)
+
+    def _emit(self, hook: str, *args) -> None:
+        """Optional events from proposers, to the observers that define the hook."""
+        for observer in self.observers:
+            method = getattr(observer, hook, None)
+            if method is not None:
+                method(*args)
 
     def _notify_error(self, exc: BaseException) -> None:
         for observer in self.observers:

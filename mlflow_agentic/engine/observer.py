@@ -3,6 +3,7 @@ engine itself imports neither mlflow nor a UI library."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +28,9 @@ class SearchContext:
     cv_scheme: str = ""
     briefing: Any = None
     """The pre-loop briefing (profile, findings, CV advice), when the search has one."""
+    emit: Callable[..., None] | None = field(default=None, compare=False, repr=False)
+    """``emit(hook, *args)``: a proposer reports events (e.g. ``on_llm_call``) to the observers
+    that define that hook."""
 
 
 class SearchObserver:

@@ -10,6 +10,7 @@ cleanly with what it has.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,6 +34,22 @@ class Exchange:
     notes: list[str] = field(default_factory=list)
     claimed_score: float | None = None
     candidate: SolutionCandidate | None = None
+    model: str = ""
+    cost_usd: float = 0.0
+    started_ns: int = 0
+    ended_ns: int = 0
+
+    def to_record(self) -> dict[str, Any]:
+        """One JSON line of the recording (what replay reads back)."""
+        cand = self.candidate
+        return {"model": self.model, "messages": self.messages, "text": self.text,
+                "mode": self.mode, "prompt_tokens": self.prompt_tokens,
+                "completion_tokens": self.completion_tokens, "seconds": round(self.seconds, 4),
+                "attempts": self.attempts, "cost_usd": self.cost_usd, "error": self.error,
+                "notes": self.notes, "claimed_score": self.claimed_score,
+                "candidate": None if cand is None else {"trainer": cand.trainer,
+                                                         "params": dict(cand.params),
+                                                         "rationale": cand.rationale}}
 
 
 class LLMProposer:
@@ -40,14 +57,29 @@ class LLMProposer:
 
     def __init__(self, model: str | None = None, base_url: str | None = None,
                  api_key: str | None = None, *, timeout: float = 60.0, max_attempts: int = 4,
-                 backoff: float = 0.5, client=None) -> None:
+                 backoff: float = 0.5, max_cost_usd: float | None = None,
+                 prices: dict[str, tuple[float, float]] | None = None, client=None) -> None:
         from mlflow_agentic.llm.client import LLMClient, LLMConfig
+        from mlflow_agentic.llm.pricing import price_table
 
         self.llm = client or LLMClient(LLMConfig(model, base_url, api_key, timeout,
                                                  max_attempts, backoff))
+        self.max_cost_usd = max_cost_usd
+        self.prices = price_table(prices)
         self.context = None
         self.exchanges: list[Exchange] = []
         self.stopped: str | None = None
+
+    @classmethod
+    def replay(cls, exchanges: list[dict]) -> LLMProposer:
+        """Re-run a search with recorded answers and no network (``--replay``)."""
+        from mlflow_agentic.llm.replay import ReplayClient
+
+        return cls(client=ReplayClient(exchanges))
+
+    @property
+    def spent_usd(self) -> float:
+        return sum(e.cost_usd for e in self.exchanges)
 
     def start(self, context) -> None:
         self.context = context
@@ -63,22 +95,36 @@ class LLMProposer:
         from mlflow_agentic.llm.prompt import build_messages
         from mlflow_agentic.llm.schema import Proposal, proposal_schema
 
-        exchange = Exchange(build_messages(self.context, history, trainers))
+        model = self.llm.config.model or ""
+        exchange = Exchange(build_messages(self.context, history, trainers), model=model)
+        if self.max_cost_usd is not None:
+            from mlflow_agentic.llm.pricing import estimate_next_cost
+
+            chars = sum(len(m["content"]) for m in exchange.messages)
+            previous = [(e.prompt_tokens, e.completion_tokens) for e in self.exchanges
+                        if e.completion_tokens]
+            estimate = estimate_next_cost(model, chars, self.prices, previous)
+            if self.spent_usd + estimate > self.max_cost_usd:
+                self.stopped = (f"cost budget: spent ${self.spent_usd:.4f}, the next call "
+                                f"(~${estimate:.4f}) would exceed ${self.max_cost_usd:.4f}")
+                return None
         self.exchanges.append(exchange)
+        exchange.started_ns = time.time_ns()
         try:
             reply = self.llm.complete_json(exchange.messages, proposal_schema(list(trainers)))
         except LLMUnavailable as exc:
-            exchange.error = f"unavailable: {exc}"
-            self.stopped = exchange.error
-            return None
+            return self._give_up(exchange, f"unavailable: {exc}")
         except LLMOutputError as exc:
-            exchange.error = f"unreadable answer: {exc}"
-            self.stopped = exchange.error
-            return None
+            return self._give_up(exchange, f"unreadable answer: {exc}")
         exchange.text, exchange.mode = reply.text, reply.mode
         exchange.prompt_tokens, exchange.completion_tokens = reply.prompt_tokens, \
             reply.completion_tokens
         exchange.seconds, exchange.attempts = reply.seconds, reply.attempts
+        exchange.ended_ns = time.time_ns()
+        from mlflow_agentic.llm.pricing import cost_usd
+
+        exchange.cost_usd = cost_usd(model, reply.prompt_tokens, reply.completion_tokens,
+                                     self.prices)
         try:
             proposal = Proposal.model_validate(reply.data)
         except ValidationError:
@@ -95,7 +141,21 @@ class LLMProposer:
         rationale = " ".join([proposal.rationale.strip() or "(no rationale)",
                               *(f"[{n}]" for n in exchange.notes)])
         exchange.candidate = SolutionCandidate(trainer, params, rationale[:2000])
+        self._report(exchange)
         return exchange.candidate
+
+    def _give_up(self, exchange: Exchange, error: str) -> None:
+        exchange.error = error
+        exchange.ended_ns = time.time_ns()
+        exchange.seconds = (exchange.ended_ns - exchange.started_ns) / 1e9
+        self.stopped = error
+        self._report(exchange)
+        return None
+
+    def _report(self, exchange: Exchange) -> None:
+        emit = getattr(self.context, "emit", None)
+        if emit is not None:
+            emit("on_llm_call", exchange)
 
     @staticmethod
     def _in_space(dataset, trainer: str, params: dict[str, Any], notes: list[str]) -> dict:

@@ -90,3 +90,8 @@ def register(model_uri: str, name: str, tags: dict[str, Any], alias: str = DEFAU
         client.update_model_version(name, mv.version, description=description)
     client.set_registered_model_alias(name, alias, mv.version)
     return mv
+
+
+def download_run_artifact(run_id: str, artifact_path: str) -> str:
+    """A local copy of one artifact of a run (for ``--replay RUN_ID``)."""
+    return mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path=artifact_path)

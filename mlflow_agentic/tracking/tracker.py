@@ -58,6 +58,9 @@ class MlflowTracker(SearchObserver):
         self._child_open = False
         self._experiment_id: str | None = None
         self._source_name = ""
+        self.llm_exchanges: list = []
+        self._llm_pending: dict[str, float] = {}
+        self._llm_trace_ids: list[str] = []
 
     # ---- search -----------------------------------------------------------------------------
     def on_search_start(self, context: SearchContext) -> None:
@@ -65,6 +68,7 @@ class MlflowTracker(SearchObserver):
         ds, metric = context.dataset, context.metric
         if self.tracking_uri:
             mlflow.set_tracking_uri(self.tracking_uri)
+            mlflow.tracing.reset()  # traces follow the new store
         self._client = mlflow.MlflowClient()
         self._choose_experiment(ds)
         name = self.run_name or f"{ds.name}-{context.proposer_name}"
@@ -125,10 +129,51 @@ class MlflowTracker(SearchObserver):
         self._child_open = True
         self.child_run_ids[index] = run.info.run_id
 
+    def on_llm_call(self, exchange) -> None:
+        """One LLM call: an MLflow trace on the search run; tokens and cost for the attempt."""
+        self.llm_exchanges.append(exchange)
+        trace_id = self._trace_llm_call(exchange)
+        pending = self._llm_pending
+        pending["llm_prompt_tokens"] = pending.get("llm_prompt_tokens", 0) + \
+            exchange.prompt_tokens
+        pending["llm_completion_tokens"] = pending.get("llm_completion_tokens", 0) + \
+            exchange.completion_tokens
+        pending["llm_seconds"] = pending.get("llm_seconds", 0.0) + exchange.seconds
+        pending["llm_cost_usd"] = pending.get("llm_cost_usd", 0.0) + exchange.cost_usd
+        if trace_id:
+            self._llm_trace_ids.append(trace_id)
+
+    def _trace_llm_call(self, exchange) -> str | None:
+        cand = exchange.candidate
+        attributes = {"model": exchange.model, "mode": exchange.mode,
+                      "prompt_tokens": exchange.prompt_tokens,
+                      "completion_tokens": exchange.completion_tokens,
+                      "cost_usd": exchange.cost_usd, "attempts": exchange.attempts}
+        span = self._client.start_trace(
+            "llm.propose", span_type="CHAT_MODEL", inputs={"messages": exchange.messages},
+            attributes={k: str(v) for k, v in attributes.items()},
+            tags={"proposer": "llm", "search_run_id": self.parent_run_id},
+            experiment_id=self._experiment_id, start_time_ns=exchange.started_ns or None,
+            run_id=self.parent_run_id)
+        outputs = {"text": exchange.text, "notes": exchange.notes,
+                   "claimed_score": exchange.claimed_score,
+                   "candidate": None if cand is None else {"trainer": cand.trainer,
+                                                            "params": dict(cand.params)}}
+        self._client.end_trace(span.trace_id, outputs=outputs,
+                               status="ERROR" if exchange.error else "OK",
+                               end_time_ns=exchange.ended_ns or None)
+        return span.trace_id
+
     def on_attempt_end(self, record: AttemptRecord) -> None:
         run_id = self.child_run_ids[record.index]
         m = record.metric
         metrics = {"fit_seconds": record.fit_seconds, "attempt_seconds": record.seconds}
+        extra_tags = {}
+        if self._llm_pending:
+            metrics.update(self._llm_pending)
+            self._llm_pending = {}
+            if self._llm_trace_ids:
+                extra_tags["llm.trace_id"] = self._llm_trace_ids[-1]
         if not record.failed:
             metrics[f"cv_{m}"] = record.score
             metrics[f"cv_{m}_std"] = record.score_std
@@ -144,6 +189,7 @@ class MlflowTracker(SearchObserver):
             "mlflow.note.content": (f"**{status}**: {record.verdict.reason}\n\n"
                                     f"Rationale: {record.candidate.rationale or '-'}"),
         }
+        tags.update(extra_tags)
         if record.failed:
             tags["error"] = record.error
             if record.traceback:
@@ -189,6 +235,9 @@ class MlflowTracker(SearchObserver):
                             f"{report.selected.holdout:.4f}, gap {report.selected.gap:+.4f}.")
             tags["holdout"] = f"{report.n_rows} rows, {report.scheme}, digest {report.digest}"
         self._write_leaderboard(run, report)
+        if self.llm_exchanges:
+            metrics.update(self._llm_totals())
+            self._write_llm_exchanges()
         if run.model is not None and self.register:
             version = self._log_and_register(run, best, report)
             note.append(f"Registered `{version.name}` version {version.version} "
@@ -312,6 +361,24 @@ class MlflowTracker(SearchObserver):
             summary.write_text(run.summary() + f"\nstopped: {run.stop_reason}\n")
             self._client.log_artifact(self.parent_run_id, str(path))
             self._client.log_artifact(self.parent_run_id, str(summary))
+
+    def _llm_totals(self) -> dict[str, float]:
+        ex = self.llm_exchanges
+        return {"llm_calls": len(ex), "llm_failed_calls": sum(e.error is not None for e in ex),
+                "llm_prompt_tokens": sum(e.prompt_tokens for e in ex),
+                "llm_completion_tokens": sum(e.completion_tokens for e in ex),
+                "llm_seconds": sum(e.seconds for e in ex),
+                "llm_cost_usd": sum(e.cost_usd for e in ex)}
+
+    def _write_llm_exchanges(self) -> None:
+        """Every exchange as one JSON line: the recording ``--replay`` reads back."""
+        from mlflow_agentic.llm.replay import EXCHANGES_ARTIFACT
+
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / EXCHANGES_ARTIFACT
+            path.write_text("".join(json.dumps(e.to_record(), default=str) + "\n"
+                                    for e in self.llm_exchanges))
+            self._client.log_artifact(self.parent_run_id, str(path))
 
     @staticmethod
     def _holdout_columns(metric: str, attempt: AttemptRecord, report) -> dict:

@@ -1,0 +1,48 @@
+"""Estimated cost of LLM calls: USD per million tokens (input, output), overridable.
+
+Local models (llama.cpp, Ollama, vLLM on your hardware) cost nothing per token. Override or add
+models with ``prices=`` or the environment variable ``MLFLOW_AGENTIC_LLM_PRICES`` holding JSON
+like ``{"my-model": [0.5, 1.5]}``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+PRICES_PER_MILLION: dict[str, tuple[float, float]] = {
+    "gpt-4o": (2.50, 10.00),
+    "gpt-4o-mini": (0.15, 0.60),
+    "gpt-4.1": (2.00, 8.00),
+    "gpt-4.1-mini": (0.40, 1.60),
+    "gpt-4.1-nano": (0.10, 0.40),
+    "o4-mini": (1.10, 4.40),
+}
+ESTIMATED_COMPLETION_TOKENS = 300
+CHARS_PER_TOKEN = 4
+
+
+def price_table(overrides: dict[str, tuple[float, float]] | None = None
+                ) -> dict[str, tuple[float, float]]:
+    table = dict(PRICES_PER_MILLION)
+    env = os.environ.get("MLFLOW_AGENTIC_LLM_PRICES")
+    if env:
+        table.update({k: tuple(v) for k, v in json.loads(env).items()})
+    table.update(overrides or {})
+    return table
+
+
+def cost_usd(model: str, prompt_tokens: int, completion_tokens: int,
+             table: dict[str, tuple[float, float]]) -> float:
+    """Unknown models (local ones) cost 0."""
+    price_in, price_out = table.get(model, (0.0, 0.0))
+    return (prompt_tokens * price_in + completion_tokens * price_out) / 1e6
+
+
+def estimate_next_cost(model: str, prompt_chars: int, table: dict[str, tuple[float, float]],
+                       previous: list[tuple[int, int]] | None = None) -> float:
+    """What the next call will likely cost: its prompt size plus a typical completion."""
+    completion = ESTIMATED_COMPLETION_TOKENS
+    if previous:
+        completion = max(c for _, c in previous)
+    return cost_usd(model, prompt_chars // CHARS_PER_TOKEN + 1, completion, table)
