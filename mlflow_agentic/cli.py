@@ -173,7 +173,7 @@ def _run(*, data, target, proposer, trainers, max_iterations, patience, cv, metr
         if proposer not in ("llm", "optuna"):
             raise UserInputError("--replay replays an LLM search; use it with --proposer llm")
         proposer = "llm"
-        _load_recording(llm["replay"])  # fail before anything is logged
+        llm["recording"] = _load_recording(llm["replay"])  # fail before anything is logged
 
     from mlflow_agentic.progress import RichProgress
     from mlflow_agentic.tracking import MlflowTracker
@@ -216,8 +216,8 @@ def _make_proposer(name, candidates, allowed, dataset, seed, storage, llm=None):
         from mlflow_agentic.proposers.llm import LLMProposer
 
         llm = llm or {}
-        if llm.get("replay"):
-            return LLMProposer.replay(_load_recording(llm["replay"]))
+        if llm.get("recording") is not None:
+            return LLMProposer.replay(llm["recording"])
         if importlib.util.find_spec("openai") is None:
             raise UserInputError("--proposer llm needs the openai package: "
                                  "pip install -e '.[llm]'")

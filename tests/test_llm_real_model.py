@@ -9,18 +9,15 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import socket
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import mlflow
 import pytest
-import requests
 from click.testing import CliRunner
 
 from mlflow_agentic.cli import main
+from tests.servers import free_port, running_server
 
 
 def _gguf() -> Path | None:
@@ -39,32 +36,13 @@ def llama_server(tmp_path_factory):
         if os.environ.get("CI"):
             pytest.fail(message)  # CI installs them: missing is a failure, not a skip
         pytest.skip(message)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    log = open(tmp_path_factory.mktemp("llama") / "server.log", "w")  # noqa: SIM115
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--host", "127.0.0.1",
-         "--port", str(port), "--n_ctx", "4096", "--n_threads", "2"],
-        stdout=log, stderr=subprocess.STDOUT)
+    port = free_port()
     url = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline:
-            assert proc.poll() is None, "llama.cpp server exited"
-            try:
-                if requests.get(f"{url}/models", timeout=2).status_code == 200:
-                    break
-            except requests.ConnectionError:
-                time.sleep(0.5)
-        else:
-            pytest.fail("llama.cpp server not ready in 90 s")
+    command = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--host",
+               "127.0.0.1", "--port", str(port), "--n_ctx", "4096", "--n_threads", "2"]
+    log = tmp_path_factory.mktemp("llama") / "server.log"
+    with running_server(command, f"{url}/models", log, 90):
         yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-        log.close()
-
 
 def test_cli_search_with_a_real_local_model(llama_server, tracking_uri, tmp_path, churn_frame):
     data = tmp_path / "churn.csv"

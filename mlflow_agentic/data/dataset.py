@@ -15,7 +15,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mlflow_agentic.data.columns import ColumnInfo, infer_column, parse_numeric_text
+from mlflow_agentic.data.columns import (
+    ColumnInfo,
+    blank_to_nan,
+    infer_column,
+    parse_numeric_text,
+)
 from mlflow_agentic.errors import UserInputError
 
 TASKS = ("binary", "multiclass", "regression")
@@ -251,10 +256,8 @@ def infer_task(y: pd.Series) -> str:
 
 
 def _missing_mask(series: pd.Series) -> pd.Series:
-    if _is_text(series):
-        return series.map(lambda v: v.strip() == "" if isinstance(v, str) else pd.isna(v)).astype(
-            bool)
-    return series.isna()
+    """Missing, or (in a text column) blank."""
+    return blank_to_nan(series).isna() if _is_text(series) else series.isna()
 
 
 def _is_text(series: pd.Series) -> bool:
