@@ -78,3 +78,41 @@ class RichProgress(SearchObserver):
         if self._progress is not None:
             self._progress.stop()
             self._progress = None
+
+
+class ArmProgress(SearchObserver):
+    """Compact progress for the many searches of a comparison: one transient bar per search."""
+
+    def __init__(self, console: Console | None = None, total: int | None = None) -> None:
+        self.console = console or Console(stderr=True)
+        self.total = total
+        self._progress: Progress | None = None
+        self._task = None
+        self._best: float | None = None
+        self._name = ""
+
+    def on_search_start(self, context: SearchContext) -> None:
+        self._best, self._name = None, f"{context.proposer_name} s{context.random_state}"
+        self._progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+                                  TextColumn("{task.completed} attempts"), TimeElapsedColumn(),
+                                  console=self.console, transient=True)
+        self._progress.start()
+        self._task = self._progress.add_task(self._name, total=self.total)
+
+    def on_attempt_end(self, record: AttemptRecord) -> None:
+        if record.verdict.valid and (self._best is None or record.utility > self._best):
+            self._best = record.utility
+        best = "" if self._best is None else \
+            f" best {self._best if record.greater_is_better else -self._best:.4f}"
+        self._progress.update(self._task, advance=1, description=f"{self._name}{best}")
+
+    def on_search_end(self, run: EngineeringRun) -> None:
+        self._stop()
+
+    def on_search_error(self, error: BaseException) -> None:
+        self._stop()
+
+    def _stop(self) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None

@@ -33,14 +33,45 @@ class SearchResult:
         return f"{self.run.summary()}\n{self.holdout.line()}"
 
 
+@dataclass
+class SealedTask:
+    """The fixed part of a search: the sealed holdout and the briefing of the training rows.
+
+    One ``SealedTask`` can serve many searches (a comparison of proposers): each then sees the
+    same training rows, the same findings and exclusions, and is scored on the same holdout.
+    """
+
+    train: object
+    holdout: Holdout
+    briefing: Briefing
+
+    @property
+    def dataset(self):
+        """The training rows as the search sees them (flagged columns excluded)."""
+        return self.briefing.dataset
+
+
+def seal(dataset, *, split: SplitOptions | None = None, cv: int = 5, cv_scheme: str = "auto",
+         random_state: int = 0, keep_flagged_columns: bool = False) -> SealedTask:
+    """Seal the holdout, then brief the training rows (profile, leakage findings, CV advice)."""
+    split = split or SplitOptions()
+    train, holdout = seal_holdout(
+        dataset, time_column=split.time_column, group_column=split.group_column,
+        holdout_fraction=split.holdout_fraction,
+        post_outcome_columns=tuple(split.post_outcome_columns), random_state=random_state)
+    briefing = build_briefing(train, cv=cv, cv_scheme=cv_scheme, random_state=random_state,
+                              keep_flagged_columns=keep_flagged_columns)
+    return SealedTask(train, holdout, briefing)
+
+
 def run_search(
     dataset,
     make_proposer: Callable[[], CandidateProposer],
     *,
     split: SplitOptions | None = None,
     verifier: DeterministicVerifier | None = None,
-    max_iterations: int = 8,
-    patience: int = 3,
+    max_iterations: int | None = 8,
+    patience: int | None = 3,
     cv: int = 5,
     cv_scheme: str = "auto",
     metric: str | None = None,
@@ -52,13 +83,34 @@ def run_search(
 ) -> SearchResult:
     """Seal, brief, search, score, register. ``make_proposer`` is called after the holdout is
     sealed, so no proposer ever exists while the holdout rows are in reach."""
-    split = split or SplitOptions()
-    train, holdout = seal_holdout(
-        dataset, time_column=split.time_column, group_column=split.group_column,
-        holdout_fraction=split.holdout_fraction,
-        post_outcome_columns=tuple(split.post_outcome_columns), random_state=random_state)
-    briefing = build_briefing(train, cv=cv, cv_scheme=cv_scheme, random_state=random_state,
-                              keep_flagged_columns=keep_flagged_columns)
+    task = seal(dataset, split=split, cv=cv, cv_scheme=cv_scheme, random_state=random_state,
+                keep_flagged_columns=keep_flagged_columns)
+    return search_sealed(task, make_proposer, verifier=verifier, max_iterations=max_iterations,
+                         patience=patience, cv=cv, metric=metric, trainers=trainers,
+                         random_state=random_state, tracker=tracker, observers=observers)
+
+
+def search_sealed(
+    task: SealedTask,
+    make_proposer: Callable[[], CandidateProposer],
+    *,
+    verifier: DeterministicVerifier | None = None,
+    max_iterations: int | None = 8,
+    patience: int | None = 3,
+    cv: int | object = 5,
+    metric: str | None = None,
+    trainers: Sequence[str] | None = None,
+    random_state: int = 0,
+    max_attempts: int | None = None,
+    time_budget: float | None = None,
+    tracker=None,
+    observers: Sequence[SearchObserver] = (),
+) -> SearchResult:
+    """Search the training rows of ``task``, score every attempt on its holdout, register.
+
+    ``cv`` may be a fold count (the briefing's scheme) or fixed splits shared between searches.
+    """
+    briefing = task.briefing
     all_observers = list(observers)
     if tracker is not None:
         tracker.auto_finish = False
@@ -66,17 +118,19 @@ def run_search(
     automl = AgenticAutoML(make_proposer(), verifier=verifier, max_iterations=max_iterations,
                            patience=patience, cv=cv, metric=metric, trainers=trainers,
                            random_state=random_state, observers=all_observers,
-                           cv_scheme=briefing.cv_scheme, briefing=briefing)
+                           cv_scheme=briefing.cv_scheme, briefing=briefing,
+                           max_attempts=max_attempts, time_budget=time_budget)
     run = automl.solve(briefing.dataset)
     try:
-        report = score_on_holdout(run, briefing.dataset, holdout, random_state)
+        report = score_on_holdout(run, briefing.dataset, task.holdout, random_state)
         if tracker is not None:
             tracker.finish(run, report)
     except BaseException as exc:
         if tracker is not None:
             tracker.on_search_error(exc)
         raise
-    return SearchResult(run, briefing, report, train.n_rows)
+    return SearchResult(run, briefing, report, task.train.n_rows)
 
 
-__all__ = ["Holdout", "SearchResult", "SplitOptions", "run_search"]
+__all__ = ["Holdout", "SealedTask", "SearchResult", "SplitOptions", "run_search", "seal",
+           "search_sealed"]

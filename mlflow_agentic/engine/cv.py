@@ -66,6 +66,28 @@ def cv_groups(dataset) -> np.ndarray:
     return np.asarray(dataset.cv_groups)
 
 
+class FixedSplits:
+    """Precomputed (train, test) index pairs, as an sklearn splitter: hand the same folds to
+    several searches (a comparison) so every proposer is judged on identical data."""
+
+    def __init__(self, splits, scheme: str, reason: str) -> None:
+        self.splits = [(np.asarray(tr), np.asarray(te)) for tr, te in splits]
+        self.scheme = scheme
+        self.reason = reason
+
+    @classmethod
+    def for_dataset(cls, dataset, cv: int, random_state: int = 0, scheme: str = "auto"
+                    ) -> FixedSplits:
+        resolved, reason = resolve_scheme(dataset, scheme)
+        return cls(make_splits(dataset, cv, random_state, resolved), resolved, reason)
+
+    def get_n_splits(self, X=None, y=None, groups=None) -> int:
+        return len(self.splits)
+
+    def split(self, X=None, y=None, groups=None):
+        yield from self.splits
+
+
 def make_splits(dataset, cv, random_state: int = 0, scheme: str = "auto"
                 ) -> list[tuple[np.ndarray, np.ndarray]]:
     """Fixed (train, test) index pairs shared by the baseline and every candidate.

@@ -28,6 +28,10 @@ class AgenticAutoML:
 
     Seeds from ``proposer.propose_initial`` are all evaluated; then up to ``max_iterations``
     reflection rounds, stopping early after ``patience`` rounds without a verified improvement.
+    A comparison gives every proposer the same budget instead: ``max_attempts`` (seeds
+    included) and/or ``time_budget`` seconds of wall time (proposal time included; checked
+    before each proposal, so the attempt under way finishes), with ``patience=None`` and
+    ``max_iterations=None`` (no early stop).
     ``cv_scheme="auto"`` follows the data's advice (group / time / stratified K-fold).
     ``solve`` takes training rows only: there is deliberately no way to hand it a holdout.
     """
@@ -36,8 +40,8 @@ class AgenticAutoML:
         self,
         proposer: CandidateProposer,
         verifier: DeterministicVerifier | None = None,
-        max_iterations: int = 8,
-        patience: int = 3,
+        max_iterations: int | None = 8,
+        patience: int | None = 3,
         cv: int | object = 5,
         metric: str | None = None,
         trainers: Sequence[str] | None = None,
@@ -45,15 +49,27 @@ class AgenticAutoML:
         observers: Iterable[SearchObserver] = (),
         cv_scheme: str = "auto",
         briefing=None,
+        max_attempts: int | None = None,
+        time_budget: float | None = None,
     ) -> None:
-        if max_iterations < 0:
+        if max_iterations is not None and max_iterations < 0:
             raise UserInputError(f"max_iterations must be >= 0, got {max_iterations}")
-        if patience < 1:
+        if patience is not None and patience < 1:
             raise UserInputError(f"patience must be >= 1, got {patience}")
+        if max_attempts is not None and max_attempts < 1:
+            raise UserInputError(f"max_attempts must be >= 1, got {max_attempts}")
+        if time_budget is not None and not time_budget > 0:
+            raise UserInputError(f"time_budget must be > 0 seconds, got {time_budget}")
+        if max_iterations is None and max_attempts is None and time_budget is None:
+            raise UserInputError("an unbounded search: give max_iterations, max_attempts or "
+                                 "time_budget")
         self.proposer = proposer
         self.verifier = verifier or DeterministicVerifier()
-        self.max_iterations = int(max_iterations)
-        self.patience = int(patience)
+        self.max_iterations = None if max_iterations is None else int(max_iterations)
+        self.patience = None if patience is None else int(patience)
+        self.max_attempts = None if max_attempts is None else int(max_attempts)
+        self.time_budget = None if time_budget is None else float(time_budget)
+        self._started = 0.0
         self.cv = cv
         self.metric = metric
         self.trainers = list(trainers) if trainers is not None else None
@@ -65,11 +81,12 @@ class AgenticAutoML:
     # ---- public -----------------------------------------------------------------------------
     def solve(self, dataset) -> EngineeringRun:
         """Run the search on ``dataset`` (all of whose rows are training rows)."""
-        started = time.perf_counter()
+        started = self._started = time.perf_counter()
         metric = resolve_metric(self.metric, dataset.task)
         trainers = resolve_trainers(self.trainers, dataset.task)
         scheme, why = (resolve_scheme(dataset, self.cv_scheme) if isinstance(self.cv, int)
-                       else (type(self.cv).__name__, "splitter given"))
+                       else (getattr(self.cv, "scheme", type(self.cv).__name__),
+                             getattr(self.cv, "reason", "splitter given")))
         splits = make_splits(dataset, self.cv, self.random_state, scheme)
         baseline = cross_validate(lambda: baseline_model(dataset.task), dataset, splits, metric)
         context = SearchContext(
@@ -77,7 +94,8 @@ class AgenticAutoML:
             baseline_score=baseline.mean, baseline_fold_scores=baseline.fold_scores,
             n_splits=len(splits), max_iterations=self.max_iterations, patience=self.patience,
             random_state=self.random_state, proposer_name=proposer_name(self.proposer),
-            settings={"cv_scheme_reason": why, "verifier_margin": self.verifier.margin},
+            settings={"cv_scheme_reason": why, "verifier_margin": self.verifier.margin,
+                      **self._budget_settings()},
             cv_scheme=scheme, briefing=self.briefing, emit=self._emit,
         )
         self._notify("on_search_start", context)
@@ -100,18 +118,25 @@ class AgenticAutoML:
         seeds = self.proposer.propose_initial(dataset, trainers)
         if isinstance(seeds, SolutionCandidate) or seeds is None:
             seeds = [seeds] if seeds is not None else []
+        stop_reason = ""
         for candidate in seeds:
+            stop_reason = self._budget_spent(len(history))
+            if stop_reason:
+                break
             history.append(self._attempt(ctx, splits, len(history) + 1, candidate, "seed"))
         best = self._best(history, metric)
 
-        iterations, patience_left, stop_reason = 0, self.patience, ""
-        while True:
-            if iterations >= self.max_iterations:
+        iterations, patience_left = 0, self.patience
+        while not stop_reason:
+            if self.max_iterations is not None and iterations >= self.max_iterations:
                 stop_reason = f"reached max_iterations={self.max_iterations}"
                 break
-            if patience_left <= 0:
+            if patience_left is not None and patience_left <= 0:
                 stop_reason = (f"patience exhausted: {self.patience} rounds without a verified "
                                "improvement")
+                break
+            stop_reason = self._budget_spent(len(history))
+            if stop_reason:
                 break
             try:
                 candidate = self.proposer.propose_next(dataset, tuple(history), trainers)
@@ -127,7 +152,7 @@ class AgenticAutoML:
             history.append(record)
             if record.verdict.valid and (best is None or metric.better(record.score, best.score)):
                 best, patience_left = record, self.patience
-            else:
+            elif patience_left is not None:
                 patience_left -= 1
 
         model, refit_seconds, best = self._refit(ctx, history, best)
@@ -166,7 +191,8 @@ class AgenticAutoML:
                 candidate=candidate, score=result.mean, verdict=verdict, index=index,
                 phase=phase, metric=metric.name, greater_is_better=metric.greater_is_better,
                 params=params, fold_scores=result.fold_scores, score_std=result.std,
-                fit_seconds=fit_seconds, seconds=time.perf_counter() - start, proposer=name)
+                fit_seconds=fit_seconds, seconds=time.perf_counter() - start, proposer=name,
+                elapsed=time.perf_counter() - self._started)
         except Exception as exc:  # recorded as data; the search goes on
             error = f"{type(exc).__name__}: {exc}"
             if not isinstance(candidate, SolutionCandidate):
@@ -177,7 +203,8 @@ class AgenticAutoML:
                 verdict=Verdict(False, f"failed: {error}", float("nan")), index=index,
                 phase=phase, metric=metric.name, greater_is_better=metric.greater_is_better,
                 params=params, fit_seconds=fit_seconds, seconds=time.perf_counter() - start,
-                error=error, traceback=traceback.format_exc(), proposer=name)
+                error=error, traceback=traceback.format_exc(), proposer=name,
+                elapsed=time.perf_counter() - self._started)
         if hasattr(self.proposer, "observe"):
             self.proposer.observe(record)
         self._notify("on_attempt_end", record)
@@ -199,6 +226,25 @@ class AgenticAutoML:
                 continue
             return model, time.perf_counter() - start, record
         return None, 0.0, None
+
+    def _budget_spent(self, n_attempts: int) -> str:
+        """Why the shared budget stops the search now, or "" while some is left."""
+        if self.max_attempts is not None and n_attempts >= self.max_attempts:
+            return f"attempt budget spent: {n_attempts} of {self.max_attempts} attempts"
+        if self.time_budget is not None:
+            elapsed = time.perf_counter() - self._started
+            if elapsed >= self.time_budget:
+                return (f"time budget spent: {elapsed:.1f}s of {self.time_budget:g}s "
+                        "(proposal time included)")
+        return ""
+
+    def _budget_settings(self) -> dict:
+        settings: dict = {}
+        if self.max_attempts is not None:
+            settings["budget_attempts"] = self.max_attempts
+        if self.time_budget is not None:
+            settings["budget_seconds"] = self.time_budget
+        return settings
 
     @staticmethod
     def _best(history: Sequence[AttemptRecord], metric: Metric) -> AttemptRecord | None:

@@ -20,8 +20,8 @@ class SearchContext:
     baseline_score: float
     baseline_fold_scores: tuple[float, ...]
     n_splits: int
-    max_iterations: int
-    patience: int
+    max_iterations: int | None
+    patience: int | None
     random_state: int
     proposer_name: str
     settings: dict[str, Any] = field(default_factory=dict)

@@ -51,6 +51,9 @@ class AttemptRecord:
     error: str | None = None
     traceback: str | None = None
     proposer: str = ""
+    elapsed: float = 0.0
+    """Seconds from the start of the search to the end of this attempt, proposal time included
+    (what a wall-time budget counts)."""
 
     @property
     def failed(self) -> bool:

@@ -32,6 +32,9 @@ class LLMConfig:
     timeout: float = 60.0
     max_attempts: int = 4
     backoff: float = 0.5
+    seed: int | None = None
+    """Sent with each request: servers that honour it (llama.cpp, vLLM, OpenAI best-effort)
+    sample reproducibly."""
 
     def resolved(self) -> LLMConfig:
         """Arguments first, then OPENAI_BASE_URL / OPENAI_API_KEY / MLFLOW_AGENTIC_LLM_MODEL."""
@@ -39,7 +42,8 @@ class LLMConfig:
             model=self.model or os.environ.get("MLFLOW_AGENTIC_LLM_MODEL") or "gpt-4o-mini",
             base_url=self.base_url or os.environ.get("OPENAI_BASE_URL"),
             api_key=self.api_key or os.environ.get("OPENAI_API_KEY") or "not-needed",
-            timeout=self.timeout, max_attempts=self.max_attempts, backoff=self.backoff)
+            timeout=self.timeout, max_attempts=self.max_attempts, backoff=self.backoff,
+            seed=self.seed)
 
 
 @dataclass
@@ -99,7 +103,7 @@ class LLMClient:
             try:
                 response = self.client.chat.completions.create(
                     model=self.config.model, messages=messages, temperature=0.2,
-                    **self._format(schema, name))
+                    **self._format(schema, name), **self._seed())
             except openai.APIStatusError as exc:
                 errors.append(f"{self.mode}: HTTP {exc.status_code}")
                 if self._downgrade(exc):
@@ -121,6 +125,22 @@ class LLMClient:
             if attempt >= self.config.max_attempts:
                 raise LLMUnavailable(f"gave up after {attempt} attempts: {'; '.join(errors)}")
             time.sleep(self.config.backoff * 2 ** (attempt - 1))
+
+    def check_reachable(self) -> None:
+        """Fail fast (before a long comparison) when the endpoint does not answer at all."""
+        import openai
+
+        try:
+            self.client.with_options(timeout=min(self.config.timeout, 10.0)).models.list()
+        except openai.APIStatusError:
+            return  # it answers; some servers just lack /models
+        except (openai.APITimeoutError, openai.APIConnectionError) as exc:
+            where = self.config.base_url or "https://api.openai.com/v1"
+            raise LLMUnavailable(f"no answer from the LLM endpoint {where}: "
+                                 f"{type(exc).__name__}: {exc}") from exc
+
+    def _seed(self) -> dict:
+        return {} if self.config.seed is None else {"seed": self.config.seed}
 
     def _format(self, schema: dict, name: str) -> dict:
         if self.mode == "json_schema":

@@ -58,12 +58,13 @@ class LLMProposer:
     def __init__(self, model: str | None = None, base_url: str | None = None,
                  api_key: str | None = None, *, timeout: float = 60.0, max_attempts: int = 4,
                  backoff: float = 0.5, max_cost_usd: float | None = None,
-                 prices: dict[str, tuple[float, float]] | None = None, client=None) -> None:
+                 prices: dict[str, tuple[float, float]] | None = None, client=None,
+                 seed: int | None = None) -> None:
         from mlflow_agentic.llm.client import LLMClient, LLMConfig
         from mlflow_agentic.llm.pricing import price_table
 
         self.llm = client or LLMClient(LLMConfig(model, base_url, api_key, timeout,
-                                                 max_attempts, backoff))
+                                                 max_attempts, backoff, seed))
         self.max_cost_usd = max_cost_usd
         self.prices = price_table(prices)
         self.context = None

@@ -75,12 +75,20 @@ class OptunaProposer:
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
-        sampler = self.sampler or optuna.samplers.TPESampler(
-            seed=self.seed, multivariate=True, group=True, n_startup_trials=len(trainers),
-            constant_liar=self.storage is not None)
+        sampler = self.sampler or self._default_sampler(trainers)
         self.study = optuna.create_study(
             direction="maximize", sampler=sampler, storage=self.storage,
             study_name=self.study_name, load_if_exists=self.storage is not None)
+
+    def _default_sampler(self, trainers: Sequence[str]):
+        import optuna
+
+        return optuna.samplers.TPESampler(
+            seed=self.seed, multivariate=True, group=True, n_startup_trials=len(trainers),
+            constant_liar=self.storage is not None)
+
+    def _rationale(self, trial) -> str:
+        return f"optuna TPE trial #{trial.number} (seed {self.seed})"
 
     def _ask(self, dataset, trainers: Sequence[str], rationale: str | None) -> SolutionCandidate:
         trial = self.study.ask()
@@ -88,6 +96,6 @@ class OptunaProposer:
         space = get_trainer(name).space(dataset)
         params = {k: spec.suggest(trial, _param_name(name, k)) for k, spec in space.items()}
         candidate = SolutionCandidate(
-            name, params, rationale or f"optuna TPE trial #{trial.number} (seed {self.seed})")
+            name, params, rationale or self._rationale(trial))
         self._pending[id(candidate)] = (candidate, trial)
         return candidate

@@ -25,6 +25,10 @@ from mlflow_agentic.trainers.registry import get_trainer
 TAG_MAX = 5000
 
 
+def _or_off(value):
+    return "off" if value is None else value
+
+
 def _now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -39,7 +43,8 @@ class MlflowTracker(SearchObserver):
     def __init__(self, experiment: str | None = None, register_name: str | None = None,
                  register: bool = True, alias: str = models.DEFAULT_ALIAS,
                  run_name: str | None = None, tracking_uri: str | None = None,
-                 auto_finish: bool = True) -> None:
+                 auto_finish: bool = True, log_model: bool = True,
+                 tags: dict[str, str] | None = None) -> None:
         self.experiment = experiment
         self.register_name = register_name
         self.register = register
@@ -47,6 +52,10 @@ class MlflowTracker(SearchObserver):
         self.run_name = run_name
         self.tracking_uri = tracking_uri
         self.auto_finish = auto_finish
+        self.log_model = log_model
+        """False in a comparison: the runs are evidence about proposers, not models to ship."""
+        self.tags = dict(tags or {})
+        """Extra tags on the search run (a comparison's id, the arm's seed)."""
         """False when a holdout is scored after the loop: ``finish(run, report)`` is then called
         by the search orchestrator."""
         self.parent_run_id: str | None = None
@@ -78,10 +87,11 @@ class MlflowTracker(SearchObserver):
         self._source_name = run.data.tags.get("mlflow.source.name", "")
         tags = {"mlflow.runName": name, "agentic.role": "search", "proposer":
                 context.proposer_name, "dataset": ds.name, "task": ds.task, "target": ds.target,
-                "metric": metric.name, "status": "running"}
+                "metric": metric.name, "status": "running", **self.tags}
         params = {"proposer": context.proposer_name, "metric": metric.name,
                   "direction": metric.direction, "trainers": ",".join(context.trainers),
-                  "max_iterations": context.max_iterations, "patience": context.patience,
+                  "max_iterations": _or_off(context.max_iterations),
+                  "patience": _or_off(context.patience),
                   "cv_folds": context.n_splits, "seed": context.random_state,
                   "task": ds.task, "target": ds.target, "n_rows": ds.n_rows,
                   "n_features": len(ds.feature_columns),
@@ -167,7 +177,8 @@ class MlflowTracker(SearchObserver):
     def on_attempt_end(self, record: AttemptRecord) -> None:
         run_id = self.child_run_ids[record.index]
         m = record.metric
-        metrics = {"fit_seconds": record.fit_seconds, "attempt_seconds": record.seconds}
+        metrics = {"fit_seconds": record.fit_seconds, "attempt_seconds": record.seconds,
+                   "elapsed_seconds": record.elapsed}
         extra_tags = {}
         if self._llm_pending:
             metrics.update(self._llm_pending)
@@ -238,7 +249,9 @@ class MlflowTracker(SearchObserver):
         if self.llm_exchanges:
             metrics.update(self._llm_totals())
             self._write_llm_exchanges()
-        if run.model is not None and self.register:
+        if run.model is not None and not self.log_model:
+            note.append("Model not logged (a comparison run: evidence about the proposer).")
+        elif run.model is not None and self.register:
             version = self._log_and_register(run, best, report)
             note.append(f"Registered `{version.name}` version {version.version} "
                         f"as `@{self.alias}`.")

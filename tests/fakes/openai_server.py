@@ -2,7 +2,8 @@
 
 Each request pops the next step of the script: ("answer", dict | str), ("status", code),
 ("slow", seconds, answer), ("reject_schema",) -> HTTP 500 when asked for json_schema (then the
-step is kept for the next request). Every request body is recorded.
+step is kept for the next request). When the script is empty, ``responder(body)`` (if given)
+makes the step, else HTTP 500. Every request body is recorded. GET /v1/models lists one model.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class ScriptedOpenAI:
-    def __init__(self, script=None) -> None:
+    def __init__(self, script=None, responder=None) -> None:
         self.script = list(script or [])
+        self.responder = responder
         self.requests: list[dict] = []
         self.rejects_json_schema = False
         server = self
@@ -24,13 +26,25 @@ class ScriptedOpenAI:
             def log_message(self, *args):
                 pass
 
+            def do_GET(self):  # noqa: N802 - http.server's naming
+                if self.path.rstrip("/").endswith("/models"):
+                    return self._send(200, {"object": "list", "data": [
+                        {"id": "scripted", "object": "model", "created": 0,
+                         "owned_by": "tests"}]})
+                return self._send(404, {"error": {"message": f"no route {self.path}"}})
+
             def do_POST(self):  # noqa: N802 - http.server's naming
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 server.requests.append(body)
                 fmt = (body.get("response_format") or {}).get("type")
                 if server.rejects_json_schema and fmt == "json_schema":
                     return self._send(500, {"error": {"message": "json_schema not supported"}})
-                step = server.script.pop(0) if server.script else ("status", 500)
+                if server.script:
+                    step = server.script.pop(0)
+                elif server.responder is not None:
+                    step = server.responder(body)
+                else:
+                    step = ("status", 500)
                 kind = step[0]
                 if kind == "status":
                     return self._send(step[1], {"error": {"message": f"scripted {step[1]}"}})

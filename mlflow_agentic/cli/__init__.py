@@ -1,0 +1,25 @@
+"""``mlflow-agentic``: tracked AutoML searches, proposer comparisons and benchmarks."""
+
+from __future__ import annotations
+
+import click
+
+from mlflow_agentic import __version__
+from mlflow_agentic.cli.bench import bench
+from mlflow_agentic.cli.compare import compare_command
+from mlflow_agentic.cli.options import EXIT_USER_ERROR
+from mlflow_agentic.cli.run import run_command
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="mlflow-agentic")
+def main() -> None:
+    """Agentic AutoML tracked in MLflow: a proposer suggests, the engine verifies, MLflow
+    remembers."""
+
+
+main.add_command(run_command)
+main.add_command(compare_command)
+main.add_command(bench)
+
+__all__ = ["EXIT_USER_ERROR", "main"]

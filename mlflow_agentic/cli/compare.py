@@ -1,0 +1,175 @@
+"""``mlflow-agentic compare``: proposers side by side on the same splits and the same budget."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from mlflow_agentic.cli.options import (
+    WholeNumber,
+    blank_to_none,
+    exit_on_user_error,
+    optional_float,
+    split_from,
+    split_list,
+    split_options,
+)
+from mlflow_agentic.errors import UserInputError
+from mlflow_agentic.proposers.factory import PROPOSERS, LLMOptions
+
+DATA_SUFFIXES = (".csv", ".parquet", ".pq")
+
+
+@click.command("compare")
+@click.option("--data", "data", multiple=True, required=True,
+              help="CSV/Parquet file, or a directory of them; repeat (or comma-separate) for "
+                   "several datasets: one comparison each plus a ranking across them.")
+@click.option("--target", callback=blank_to_none,
+              help="Target column (default: detected per file).")
+@click.option("--proposers", default="optuna,sequence,random", show_default=True,
+              help=f"Comma-separated, from: {', '.join(PROPOSERS)}.")
+@click.option("--budget-iterations", type=WholeNumber(min=1, allow_blank=True), default=None,
+              help="Attempts per proposer and seed, seed candidates included (default 30).")
+@click.option("--time-budget", default=None, callback=optional_float,
+              help="Wall seconds per proposer and seed instead, proposal time included.")
+@click.option("--seeds", default="1,2,3", show_default=True,
+              help="Comma-separated seeds: each proposer runs once per seed.")
+@click.option("--split-seed", type=WholeNumber(), default=0, show_default=True,
+              help="Seed of the sealed holdout and CV folds that every proposer shares.")
+@click.option("--trainers", callback=blank_to_none,
+              help="Comma-separated trainers to search (default: all that fit the task).")
+@click.option("--cv", type=WholeNumber(min=2), default=5, show_default=True,
+              help="Cross-validation folds.")
+@click.option("--metric", callback=blank_to_none, help="Metric (default: by task).")
+@click.option("--margin", type=click.FloatRange(0, 1, max_open=True), default=0.01,
+              show_default=True, help="How much a candidate must beat the trivial baseline by.")
+@click.option("--candidates", callback=blank_to_none, type=click.Path(),
+              help="JSON list of {trainer, params} for the sequence proposer (default: every "
+                   "trainer at its defaults).")
+@click.option("--llm-model", callback=blank_to_none,
+              help="Model for the llm proposer (default: $MLFLOW_AGENTIC_LLM_MODEL).")
+@click.option("--llm-base-url", callback=blank_to_none,
+              help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL, else OpenAI).")
+@click.option("--max-cost-usd", default=None, callback=optional_float,
+              help="Cost cap per LLM search (proposer x seed).")
+@click.option("--llm-replay", callback=blank_to_none,
+              help="Comparison id whose recorded LLM answers to replay, seed by seed: no "
+                   "network, the same LLM proposals.")
+@click.option("--experiment", callback=blank_to_none,
+              help="MLflow experiment (default: <data stem>-compare, or agentic-compare for "
+                   "several datasets).")
+@click.option("--tracking-uri", callback=blank_to_none,
+              help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI or sqlite:///mlflow.db).")
+@click.option("--output", callback=blank_to_none, type=click.Path(file_okay=False),
+              help="Also write the report (Markdown, HTML, PNG, JSON) to this directory.")
+@split_options
+@click.option("--quiet", is_flag=True, help="No progress bars; print the tables only.")
+def compare_command(data, target, proposers, budget_iterations, time_budget, seeds, split_seed,
+                    trainers, cv, metric, margin, candidates, llm_model, llm_base_url,
+                    max_cost_usd, llm_replay, experiment, tracking_uri, output, time_column,
+                    group_column, holdout_fraction, post_outcome_columns, cv_scheme,
+                    keep_flagged_columns, quiet) -> None:
+    """Compare proposers on DATA fairly: one sealed holdout, one set of CV folds, one verifier
+    and one budget shared by every proposer x seed; each is a search run tagged with the
+    comparison id, nested under a comparison run that holds the report."""
+
+    def work() -> None:
+        from mlflow_agentic.compare import CompareOptions
+
+        if budget_iterations is not None and time_budget is not None:
+            raise UserInputError("give --budget-iterations or --time-budget, not both")
+        if time_budget is not None and time_budget <= 0:
+            raise UserInputError(f"--time-budget must be > 0 seconds, got {time_budget:g}")
+        options = CompareOptions(
+            proposers=split_list(proposers) or [], seeds=_seeds(seeds),
+            budget_attempts=budget_iterations, time_budget=time_budget,
+            split=split_from(time_column, group_column, holdout_fraction, post_outcome_columns),
+            split_seed=split_seed, cv=cv, cv_scheme=cv_scheme, metric=metric,
+            trainers=split_list(trainers), margin=margin,
+            keep_flagged_columns=keep_flagged_columns, candidates=candidates,
+            llm=LLMOptions(llm_model, llm_base_url, max_cost_usd), llm_replay=llm_replay)
+        _compare(_datasets(data, target), options, experiment, tracking_uri, output, quiet)
+
+    exit_on_user_error(work)
+
+
+def _seeds(text: str) -> list[int]:
+    values = split_list(text) or []
+    try:
+        return [int(float(v)) for v in values]
+    except ValueError as exc:
+        raise UserInputError(f"--seeds {text!r}: expected comma-separated integers, "
+                             "e.g. 1,2,3") from exc
+
+
+def _datasets(data: tuple[str, ...], target: str | None) -> list:
+    """Every file named, or every CSV/Parquet file inside a named directory."""
+    from mlflow_agentic.data import Dataset
+
+    paths: list[Path] = []
+    for item in (part for value in data for part in split_list(value) or []):
+        path = Path(item)
+        if path.is_dir():
+            found = sorted(p for p in path.iterdir() if p.suffix.lower() in DATA_SUFFIXES)
+            if not found:
+                raise UserInputError(f"--data {item}: the directory holds no .csv or .parquet "
+                                     "file")
+            paths += found
+        else:
+            paths.append(path)
+    if not paths:
+        raise UserInputError("--data: give at least one CSV/Parquet file or directory")
+    return [Dataset.from_path(p, target) for p in dict.fromkeys(paths)]
+
+
+def _compare(datasets, options, experiment, tracking_uri, output, quiet) -> None:
+    import mlflow
+    from rich.console import Console
+
+    from mlflow_agentic.compare import compare
+    from mlflow_agentic.compare.report import console_table, proposer_grid, ranking_grid
+    from mlflow_agentic.progress import ArmProgress
+    from mlflow_agentic.tracking.comparison import ComparisonTracker
+
+    if "llm" in options.proposers and not options.llm_replay:
+        _check_llm(options.llm)
+    default = f"{datasets[0].name}-compare" if len(datasets) == 1 else "agentic-compare"
+    tracker = ComparisonTracker(experiment=experiment or default, tracking_uri=tracking_uri)
+    console = Console(stderr=True, width=max(Console(stderr=True).width, 120))
+    result = compare(
+        datasets, options, tracker=tracker,
+        progress=None if quiet else (lambda msg: console.print(f"[dim]{msg}[/]")),
+        observers=[] if quiet else [ArmProgress(console, options.budget_attempts)],
+        output=output)
+    out = Console(width=max(Console().width, 160))
+    for report in result.reports:
+        out.print(console_table(proposer_grid(report.summary, report.metric)))
+        out.print(f"{report.dataset}: {report.verdict}")
+        out.print(f"comparison run: {report.run_id}")
+    if result.ranking:
+        out.print(console_table(ranking_grid(result.ranking)))
+        out.print(f"ranking run: {result.run_id}")
+    uri = mlflow.get_tracking_uri()
+    click.echo(f"comparison id: {result.comparison_id} (tag agentic.comparison_id)")
+    if output:
+        click.echo(f"report files: {output}")
+    click.echo(f"browse it:  mlflow ui --backend-store-uri {uri}  (filter runs with "
+               f"tags.`agentic.comparison_id` = '{result.comparison_id}')")
+    if "llm" not in options.proposers:
+        click.echo("the LLM proposer was not included: add it with --proposers "
+                   "llm,optuna,sequence,random --llm-base-url http://127.0.0.1:8080/v1")
+
+
+def _check_llm(llm: LLMOptions) -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("openai") is None:
+        raise UserInputError("the llm proposer needs the openai package: pip install -e '.[llm]'")
+    from mlflow_agentic.llm.client import LLMClient, LLMConfig, LLMUnavailable
+
+    try:
+        LLMClient(LLMConfig(llm.model, llm.base_url)).check_reachable()
+    except LLMUnavailable as exc:
+        raise UserInputError(f"{exc}. Start the server, drop llm from --proposers, or replay an "
+                             "earlier comparison with --llm-replay COMPARISON_ID") from exc

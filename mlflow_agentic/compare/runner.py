@@ -1,0 +1,294 @@
+"""Run a comparison: per dataset, seal one holdout and one set of CV folds, then search it with
+every proposer x seed on the same budget, score all on the same holdout, and report.
+
+Fairness by construction: the arms share the ``SealedTask`` (training rows, findings,
+exclusions, holdout), the fold indices (``FixedSplits``), one verifier and one budget; no arm
+stops early (no patience), so each spends the whole budget unless its proposer runs dry.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mlflow_agentic.compare.table import Arm, aggregate, arm_from_search, summarize
+from mlflow_agentic.errors import UserInputError
+from mlflow_agentic.proposers.factory import PROPOSERS, LLMOptions, build_proposer
+from mlflow_agentic.search import SealedTask, SplitOptions, seal, search_sealed
+from mlflow_agentic.tracking.comparison import TAG_ID as TAG
+
+DEFAULT_BUDGET = 30
+
+
+@dataclass
+class CompareOptions:
+    """What every arm shares (budget, splits, verifier) and what varies (proposers, seeds)."""
+
+    proposers: Sequence[str] = ("llm", "optuna", "sequence", "random")
+    seeds: Sequence[int] = (1, 2, 3)
+    budget_attempts: int | None = None
+    """Attempts per arm, seeds included (default 30 when no time budget is given)."""
+    time_budget: float | None = None
+    """Wall seconds per arm, proposal time included (checked before each proposal)."""
+    split: SplitOptions = field(default_factory=SplitOptions)
+    split_seed: int = 0
+    """Seeds the sealed holdout and the CV folds, which every arm shares."""
+    cv: int = 5
+    cv_scheme: str = "auto"
+    metric: str | None = None
+    trainers: Sequence[str] | None = None
+    margin: float = 0.01
+    keep_flagged_columns: bool = False
+    candidates: str | None = None
+    llm: LLMOptions = field(default_factory=LLMOptions)
+    llm_replay: str | None = None
+    """A previous comparison id: the LLM arms replay its recorded answers, seed by seed."""
+
+    def __post_init__(self) -> None:
+        self.proposers = list(dict.fromkeys(self.proposers))
+        unknown = [p for p in self.proposers if p not in PROPOSERS]
+        if unknown or not self.proposers:
+            raise UserInputError(f"unknown proposer(s) {', '.join(unknown) or '(none given)'}; "
+                                 f"choose from {', '.join(PROPOSERS)}")
+        self.seeds = list(dict.fromkeys(int(s) for s in self.seeds))
+        if not self.seeds:
+            raise UserInputError("give at least one seed, e.g. --seeds 1,2,3")
+        if self.budget_attempts is None and self.time_budget is None:
+            self.budget_attempts = DEFAULT_BUDGET
+
+    def budget_text(self) -> str:
+        parts = []
+        if self.budget_attempts is not None:
+            parts.append(f"{self.budget_attempts} attempts")
+        if self.time_budget is not None:
+            parts.append(f"{self.time_budget:g} s wall time (proposal time included)")
+        return " or ".join(parts) + " per proposer and seed, no early stopping"
+
+
+@dataclass
+class ComparisonResult:
+    comparison_id: str
+    reports: list  # DatasetReport per dataset
+    ranking: list[dict] | None = None
+    """Across datasets (only with more than one)."""
+    run_id: str = ""
+    """The outermost comparison run."""
+
+
+def new_comparison_id() -> str:
+    return f"cmp-{uuid.uuid4().hex[:8]}"
+
+
+def compare(datasets: Sequence, options: CompareOptions, *, tracker=None,
+            progress: Callable[[str], None] | None = None, observers=(),
+            output: str | Path | None = None, comparison_id: str | None = None
+            ) -> ComparisonResult:
+    """Compare ``options.proposers`` on each dataset; log everything through ``tracker`` (a
+    ``ComparisonTracker``). ``observers`` are added to every arm's search (progress)."""
+    from mlflow_agentic.metrics import resolve_metric
+    from mlflow_agentic.tracking.comparison import ComparisonTracker
+    from mlflow_agentic.trainers import resolve_trainers
+
+    tracker = tracker or ComparisonTracker()
+    say = progress or (lambda msg: None)
+    names = [d.name for d in datasets]
+    if len(set(names)) != len(names):
+        raise UserInputError(f"two datasets share a name ({', '.join(names)}): rename a file")
+    plan = []
+    for dataset in datasets:  # check everything before any run is created
+        resolve_metric(options.metric, dataset.task)
+        plan.append((dataset, resolve_trainers(options.trainers, dataset.task)))
+    recordings = _llm_recordings(options, names) if "llm" in options.proposers else {}
+    comparison_id = comparison_id or new_comparison_id()
+    result = ComparisonResult(comparison_id, [])
+    several = len(datasets) > 1
+    if several:
+        result.run_id = tracker.start(
+            f"compare-{len(datasets)}-datasets",
+            {"agentic.role": "comparison-ranking", TAG: comparison_id},
+            {"datasets": ",".join(names), **_shared_params(options)})
+    status = "FAILED"
+    try:
+        for dataset, trainers in plan:
+            report = _compare_one(dataset, trainers, options, tracker, comparison_id,
+                                  recordings.get(dataset.name, {}), say, observers, output)
+            result.reports.append(report)
+            result.run_id = result.run_id or report.run_id
+        if several:
+            result.ranking = aggregate({r.dataset: (r.summary, r.greater_is_better)
+                                        for r in result.reports})
+            _log_ranking(tracker, result, output)
+        status = "FINISHED"
+    except KeyboardInterrupt:
+        status = "KILLED"
+        raise
+    finally:
+        if several:
+            tracker.end(status)
+    return result
+
+
+def _shared_params(options: CompareOptions) -> dict:
+    params = {"proposers": ",".join(options.proposers),
+              "seeds": ",".join(map(str, options.seeds)), "split_seed": options.split_seed,
+              "cv_folds": options.cv, "verifier_margin": options.margin,
+              "budget_attempts": options.budget_attempts or "none",
+              "budget_seconds": options.time_budget or "none"}
+    if options.llm_replay:
+        params["llm_replay"] = options.llm_replay
+    return params
+
+
+def _compare_one(dataset, trainers, options: CompareOptions, tracker, comparison_id: str,
+                 recordings: dict[int, list[dict]], say, observers, output) -> object:
+    from mlflow_agentic.compare.plots import plot_best_so_far, plot_cv_vs_holdout
+    from mlflow_agentic.compare.report import DatasetReport, dataset_html, dataset_markdown
+    from mlflow_agentic.engine.cv import FixedSplits, make_splits
+    from mlflow_agentic.tracking.comparison import TAG_SEED, temporary_directory, write_json
+    from mlflow_agentic.verify import DeterministicVerifier
+
+    task: SealedTask = seal(dataset, split=options.split, cv=options.cv,
+                            cv_scheme=options.cv_scheme, random_state=options.split_seed,
+                            keep_flagged_columns=options.keep_flagged_columns)
+    brief = task.briefing
+    splits = FixedSplits(make_splits(task.dataset, options.cv, options.split_seed,
+                                     brief.cv_scheme), brief.cv_scheme, brief.cv_reason)
+    verifier = DeterministicVerifier(options.margin)
+    settings = {
+        "dataset": f"{dataset.name}: {task.train.n_rows} training rows, target "
+                   f"{dataset.target!r} ({dataset.task})",
+        "holdout": f"{task.holdout.dataset.n_rows} sealed rows, {task.holdout.scheme}, "
+                   f"digest {task.holdout.digest}",
+        "cv": f"{len(splits.splits)} folds, {brief.cv_scheme} ({brief.cv_reason}), the same "
+              "fold indices for every arm",
+        "budget": options.budget_text(),
+        "verifier": f"beats the trivial baseline by {options.margin:g}; leakage checks",
+        "proposers": ", ".join(options.proposers),
+        "seeds": ", ".join(map(str, options.seeds)) + " (proposer and model seeds; the split "
+                 f"seed is {options.split_seed})",
+        "trainers": ", ".join(trainers),
+        "excluded columns": ", ".join(brief.excluded) or "none",
+    }
+    if options.llm_replay and "llm" in options.proposers:
+        settings["llm"] = f"replayed from comparison {options.llm_replay}"
+    run_id = tracker.start(
+        f"compare-{dataset.name}",
+        {"agentic.role": "comparison", TAG: comparison_id, "dataset": dataset.name},
+        {"dataset": dataset.name, "n_train_rows": task.train.n_rows,
+         "n_holdout_rows": task.holdout.dataset.n_rows, "holdout_digest": task.holdout.digest,
+         "cv_scheme": brief.cv_scheme, "trainers": ",".join(trainers),
+         **_shared_params(options)})
+    status = "FAILED"
+    try:
+        arms: list[Arm] = []
+        total = len(options.proposers) * len(options.seeds)
+        for name in options.proposers:
+            for seed in options.seeds:
+                say(f"[{len(arms) + 1}/{total}] {dataset.name}: {name}, seed {seed}")
+                llm = options.llm
+                if name == "llm" and options.llm_replay:
+                    llm = LLMOptions(recording=recordings[seed])
+                arm = _run_arm(task, name, seed, trainers, options, llm, splits, verifier,
+                               {TAG: comparison_id, TAG_SEED: str(seed),
+                                "agentic.comparison_run_id": run_id}, observers)
+                arms.append(arm)
+                say(f"    best CV {arm.best_cv:.4f}, holdout {arm.holdout:.4f}, "
+                    f"{arm.attempts} attempts ({arm.verified} verified) in "
+                    f"{arm.wall_seconds:.1f}s; {arm.stop_reason}")
+        summary = summarize(arms)
+        report = DatasetReport(dataset.name, comparison_id, arms[0].metric,
+                               arms[0].greater_is_better, settings, summary, arms,
+                               run_id=run_id)
+        with temporary_directory() as tmp:
+            directory = Path(tmp)
+            plot_best_so_far(arms, directory / "best_so_far_by_attempt.png", by="attempt")
+            plot_best_so_far(arms, directory / "best_so_far_by_time.png", by="time")
+            plot_cv_vs_holdout(arms, directory / "cv_vs_holdout.png")
+            (directory / "comparison.md").write_text(dataset_markdown(report))
+            (directory / "comparison.html").write_text(dataset_html(report))
+            write_json(directory / "comparison.json",
+                       {"comparison_id": comparison_id, "settings": settings,
+                        "summary": summary, "arms": [a.row() for a in arms],
+                        "curves": {f"{a.proposer}/{a.seed}": a.curve for a in arms}})
+            tracker.log_dataset_report(report, directory)
+            _keep(directory, output, dataset.name)
+        status = "FINISHED"
+        return report
+    except KeyboardInterrupt:
+        status = "KILLED"
+        raise
+    finally:
+        tracker.end(status)
+
+
+def _run_arm(task, name, seed, trainers, options, llm, splits, verifier, tags, observers
+             ) -> Arm:
+    """One proposer x seed: a search run on the shared task, folds, verifier and budget."""
+    from mlflow_agentic.tracking import MlflowTracker
+
+    made: list = []
+
+    def make():
+        made.append(build_proposer(name, seed=seed, trainers=trainers, dataset=task.dataset,
+                                   candidates=options.candidates, llm=llm))
+        return made[0]
+
+    arm_tracker = MlflowTracker(register=False, log_model=False,
+                                run_name=f"{task.dataset.name}-{name}-s{seed}", tags=tags)
+    searched = search_sealed(
+        task, make, verifier=verifier, max_iterations=None, patience=None, cv=splits,
+        metric=options.metric, trainers=trainers, random_state=seed,
+        max_attempts=options.budget_attempts, time_budget=options.time_budget,
+        tracker=arm_tracker, observers=observers)
+    return arm_from_search(searched, proposer=name, seed=seed, run_id=arm_tracker.parent_run_id,
+                           llm_exchanges=getattr(made[0], "exchanges", ()))
+
+
+def _keep(directory: Path, output, name: str) -> None:
+    """Copy the report files to ``--output`` (``output/<name>/``) when asked."""
+    if not output:
+        return
+    import shutil
+
+    shutil.copytree(directory, Path(output) / name, dirs_exist_ok=True)
+
+
+def _log_ranking(tracker, result: ComparisonResult, output) -> None:
+    from mlflow_agentic.compare.report import grid_html, grid_markdown, page, ranking_grid
+    from mlflow_agentic.tracking.comparison import temporary_directory, write_json
+
+    grid = ranking_grid(result.ranking)
+    lines = [f"## Proposers ranked across {len(result.reports)} datasets "
+             f"({result.comparison_id})", "", grid_markdown(grid), ""]
+    lines += [f"- {r.dataset}: {r.verdict}" for r in result.reports]
+    markdown = "\n".join(lines) + "\n"
+    with temporary_directory() as tmp:
+        directory = Path(tmp)
+        (directory / "ranking.md").write_text(markdown)
+        (directory / "ranking.html").write_text(page("Ranking", grid_html(grid)))
+        write_json(directory / "ranking.json", result.ranking)
+        tracker.log_ranking(result.ranking, directory, markdown)
+        _keep(directory, output, ".")
+
+
+def _llm_recordings(options: CompareOptions, names: Sequence[str]
+                    ) -> dict[str, dict[int, list[dict]]]:
+    """Recordings of an earlier comparison's LLM arms, per dataset and seed, or a clear error."""
+    if not options.llm_replay:
+        return {}
+    from mlflow_agentic.proposers.factory import load_recording
+    from mlflow_agentic.tracking.comparison import find_llm_recordings
+
+    out: dict[str, dict[int, list[dict]]] = {}
+    for name in names:
+        runs = find_llm_recordings(options.llm_replay, name)
+        missing = [s for s in options.seeds if s not in runs]
+        if missing:
+            raise UserInputError(
+                f"--llm-replay {options.llm_replay}: no recorded llm search for dataset "
+                f"{name!r} with seed(s) {', '.join(map(str, missing))} (found seeds: "
+                f"{', '.join(map(str, sorted(runs))) or 'none'})")
+        out[name] = {s: load_recording(runs[s]) for s in options.seeds}
+    return out

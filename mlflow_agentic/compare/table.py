@@ -1,0 +1,194 @@
+"""The comparison's numbers, from search results only: one row per arm (proposer x seed), one row
+per proposer (mean over seeds), and a ranking across datasets. Pure: no MLflow, no plotting."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+
+DETERMINISTIC = ("proposer", "seeds", "best_cv", "best_cv_std", "holdout", "holdout_std", "gap",
+                 "attempts", "verified", "quarantined", "failed", "prompt_tokens",
+                 "completion_tokens", "cost_usd")
+"""Columns that a re-run with the same seeds reproduces for a deterministic proposer (the rest
+are timings)."""
+
+
+@dataclass
+class Arm:
+    """One proposer with one seed, searched to the shared budget."""
+
+    dataset: str
+    proposer: str
+    seed: int
+    run_id: str
+    metric: str
+    greater_is_better: bool
+    best_cv: float
+    holdout: float
+    gap: float
+    best_trainer: str
+    attempts: int
+    verified: int
+    quarantined: int
+    failed: int
+    wall_seconds: float
+    first_verified_seconds: float
+    """Wall time from the start of the search to the end of the first verified attempt."""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    stop_reason: str = ""
+    curve: list[tuple[int, float, float]] = field(default_factory=list)
+    """(attempt number, elapsed seconds, best verified CV so far) after each attempt."""
+    points: list[tuple[float, float, bool]] = field(default_factory=list)
+    """(CV, holdout, selected) for each verified attempt."""
+
+    def row(self) -> dict:
+        data = asdict(self)
+        data.pop("curve")
+        data.pop("points")
+        return data
+
+
+def arm_from_search(result, *, proposer: str, seed: int, run_id: str, llm_exchanges=()) -> Arm:
+    """An ``Arm`` from a ``SearchResult`` (the engine's records and the holdout report)."""
+    run, report = result.run, result.holdout
+    sign = 1.0 if run.greater_is_better else -1.0
+    curve, best = [], None
+    for a in run.attempts:
+        if a.verdict.valid and (best is None or sign * a.score > sign * best):
+            best = a.score
+        curve.append((a.index, a.elapsed, math.nan if best is None else best))
+    selected = report.selected if report.selected and report.selected.error is None else None
+    points = [(s.cv, s.holdout, selected is not None and s.index == selected.index)
+              for s in report.scores.values()
+              if s.error is None and run.attempts[s.index - 1].verdict.valid]
+    verified = [a for a in run.attempts if a.verdict.valid]
+    return Arm(
+        dataset=run.dataset_name, proposer=proposer, seed=seed, run_id=run_id,
+        metric=run.metric, greater_is_better=run.greater_is_better,
+        best_cv=_num(run.best_score), holdout=selected.holdout if selected else math.nan,
+        gap=selected.gap if selected else math.nan,
+        best_trainer=run.best_candidate.trainer if run.best_candidate else "",
+        attempts=len(run.attempts), verified=len(verified),
+        quarantined=sum(a.verdict.quarantined for a in run.attempts),
+        failed=sum(a.failed for a in run.attempts), wall_seconds=run.wall_seconds,
+        first_verified_seconds=min((a.elapsed for a in verified), default=math.nan),
+        prompt_tokens=sum(e.prompt_tokens for e in llm_exchanges),
+        completion_tokens=sum(e.completion_tokens for e in llm_exchanges),
+        cost_usd=sum(e.cost_usd for e in llm_exchanges), stop_reason=run.stop_reason,
+        curve=curve, points=points)
+
+
+def summarize(arms: Sequence[Arm]) -> list[dict]:
+    """One row per proposer, in the order first seen: means (and std over seeds) of each arm's
+    numbers. A seed that verified nothing counts as NaN and is reported in ``seeds_verified``."""
+    rows = []
+    for name in dict.fromkeys(a.proposer for a in arms):
+        group = [a for a in arms if a.proposer == name]
+        rows.append({
+            "proposer": name, "seeds": len(group),
+            "seeds_verified": sum(math.isfinite(a.best_cv) for a in group),
+            "best_cv": _mean(a.best_cv for a in group),
+            "best_cv_std": _std(a.best_cv for a in group),
+            "holdout": _mean(a.holdout for a in group),
+            "holdout_std": _std(a.holdout for a in group),
+            "gap": _mean(a.gap for a in group),
+            "attempts": _mean(a.attempts for a in group),
+            "verified": _mean(a.verified for a in group),
+            "quarantined": _mean(a.quarantined for a in group),
+            "failed": _mean(a.failed for a in group),
+            "wall_seconds": _mean(a.wall_seconds for a in group),
+            "first_verified_seconds": _mean(a.first_verified_seconds for a in group),
+            "prompt_tokens": _mean(a.prompt_tokens for a in group),
+            "completion_tokens": _mean(a.completion_tokens for a in group),
+            "cost_usd": _mean(a.cost_usd for a in group),
+        })
+    return rows
+
+
+def rank(rows: Sequence[dict], greater_is_better: bool) -> dict[str, float]:
+    """Rank proposers by mean holdout score (the honest number), 1 = best; ties share the mean
+    rank; a proposer that verified nothing ranks last."""
+    def key(row):
+        value = row["holdout"]
+        if not math.isfinite(value):
+            return math.inf
+        return -value if greater_is_better else value
+
+    ordered = sorted(rows, key=key)
+    ranks: dict[str, float] = {}
+    i = 0
+    while i < len(ordered):
+        j = i
+        while j + 1 < len(ordered) and key(ordered[j + 1]) == key(ordered[i]):
+            j += 1
+        for row in ordered[i:j + 1]:
+            ranks[row["proposer"]] = (i + j) / 2 + 1
+        i = j + 1
+    return ranks
+
+
+def aggregate(per_dataset: dict[str, tuple[list[dict], bool]]) -> list[dict]:
+    """Across datasets: mean rank and wins (rank 1, shared on ties) per proposer, best first."""
+    ranks_by_dataset = {name: rank(rows, gib) for name, (rows, gib) in per_dataset.items()}
+    names = list(dict.fromkeys(p for ranks in ranks_by_dataset.values() for p in ranks))
+    table = []
+    for name in names:
+        ranks = [r[name] for r in ranks_by_dataset.values() if name in r]
+        table.append({"proposer": name, "datasets": len(ranks),
+                      "mean_rank": statistics.fmean(ranks),
+                      "wins": sum(r == 1 for r in ranks),
+                      **{f"rank.{ds}": r.get(name, math.nan)
+                         for ds, r in ranks_by_dataset.items()}})
+    return sorted(table, key=lambda row: (row["mean_rank"], -row["wins"], row["proposer"]))
+
+
+def verdict_line(rows: Sequence[dict], metric: str, greater_is_better: bool) -> str:
+    """Who won on the holdout, and whether the lead is larger than the seed-to-seed spread."""
+    ranks = rank(rows, greater_is_better)
+    ordered = sorted(rows, key=lambda r: ranks[r["proposer"]])
+    first = ordered[0]
+    if not math.isfinite(first["holdout"]):
+        return "No proposer verified a model."
+    line = (f"Best mean holdout {metric}: {first['proposer']} {first['holdout']:.4f} "
+            f"(± {_fmt_std(first['holdout_std'])} over {first['seeds']} seeds)")
+    if len(ordered) > 1 and math.isfinite(ordered[1]["holdout"]):
+        second = ordered[1]
+        lead = abs(first["holdout"] - second["holdout"])
+        spread = max(_zero(first["holdout_std"]), _zero(second["holdout_std"]))
+        if lead < 5e-5:
+            line += f"; tied with {second['proposer']} {second['holdout']:.4f}"
+        else:
+            judgement = "larger than" if lead > spread else "within"
+            line += (f"; runner-up {second['proposer']} {second['holdout']:.4f}, a lead of "
+                     f"{lead:.4f}, {judgement} the seed-to-seed spread ({spread:.4f})")
+    return line + "."
+
+
+def _num(value) -> float:
+    return math.nan if value is None else float(value)
+
+
+def _finite(values) -> list[float]:
+    return [float(v) for v in values if v is not None and math.isfinite(v)]
+
+
+def _mean(values) -> float:
+    finite = _finite(values)
+    return statistics.fmean(finite) if finite else math.nan
+
+
+def _std(values) -> float:
+    finite = _finite(values)
+    return statistics.stdev(finite) if len(finite) > 1 else math.nan
+
+
+def _zero(value: float) -> float:
+    return value if math.isfinite(value) else 0.0
+
+
+def _fmt_std(value: float) -> str:
+    return f"{value:.4f}" if math.isfinite(value) else "n/a"

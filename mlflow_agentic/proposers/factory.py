@@ -1,0 +1,85 @@
+"""Build a proposer by name: the one place the CLI's `run` and `compare` turn a name into one."""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from mlflow_agentic.errors import ProposerOutputError, UserInputError
+
+PROPOSERS = ("optuna", "sequence", "llm", "random")
+
+
+@dataclass
+class LLMOptions:
+    """How to reach the LLM (or replay it): model, endpoint, cost cap, recorded exchanges."""
+
+    model: str | None = None
+    base_url: str | None = None
+    max_cost_usd: float | None = None
+    recording: list[dict] | None = None
+
+
+def build_proposer(name: str, *, seed: int, trainers: Sequence[str], dataset,
+                   candidates: str | None = None, optuna_storage: str | None = None,
+                   llm: LLMOptions | None = None):
+    """A fresh proposer. Call it only after the holdout is sealed."""
+    from mlflow_agentic.proposers import OptunaProposer, RandomProposer, SequenceProposer
+
+    if name == "llm":
+        from mlflow_agentic.proposers.llm import LLMProposer
+
+        llm = llm or LLMOptions()
+        if llm.recording is not None:
+            return LLMProposer.replay(llm.recording)
+        if importlib.util.find_spec("openai") is None:
+            raise UserInputError("the llm proposer needs the openai package: "
+                                 "pip install -e '.[llm]'")
+        return LLMProposer(model=llm.model, base_url=llm.base_url,
+                           max_cost_usd=llm.max_cost_usd, seed=seed)
+    if name == "optuna":
+        return OptunaProposer(seed=seed, storage=optuna_storage)
+    if name == "random":
+        return RandomProposer(seed=seed)
+    if name != "sequence":
+        raise UserInputError(f"unknown proposer {name!r}; choose from {', '.join(PROPOSERS)}")
+    if not candidates:
+        return SequenceProposer.defaults(trainers)
+    return load_candidates(candidates, trainers, dataset)
+
+
+def load_candidates(path: str, trainers: Sequence[str], dataset):
+    """A sequence proposer from a JSON file, every candidate checked against the trainers."""
+    from mlflow_agentic.proposers import SequenceProposer
+    from mlflow_agentic.trainers import get_trainer
+
+    proposer = SequenceProposer.from_file(path)
+    for i, cand in enumerate(proposer.candidates, start=1):
+        if cand.trainer not in trainers:
+            raise UserInputError(f"{path}: candidate {i} uses trainer {cand.trainer!r}, "
+                                 f"not among the allowed trainers: {', '.join(trainers)}")
+        try:
+            get_trainer(cand.trainer).resolve_params(dataset, cand.params)
+        except ProposerOutputError as exc:
+            raise UserInputError(f"{path}: candidate {i}: {exc}") from exc
+    return proposer
+
+
+def load_recording(source: str) -> list[dict]:
+    """Recorded LLM exchanges from a JSONL path, or from an MLflow run's artifact."""
+    from pathlib import Path
+
+    from mlflow_agentic.llm.replay import EXCHANGES_ARTIFACT, read_exchanges
+
+    if Path(source).exists():
+        return read_exchanges(source)
+    from mlflow.exceptions import MlflowException
+
+    from mlflow_agentic.tracking.models import download_run_artifact
+
+    try:
+        return read_exchanges(download_run_artifact(source, EXCHANGES_ARTIFACT))
+    except (MlflowException, OSError) as exc:
+        raise UserInputError(f"--replay {source!r} is neither a file nor a run with an "
+                             f"{EXCHANGES_ARTIFACT} artifact: {exc}") from exc
