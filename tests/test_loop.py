@@ -8,6 +8,7 @@ import re
 import pytest
 
 from mlflow_agentic import AgenticAutoML, Dataset, SequenceProposer, SolutionCandidate
+from mlflow_agentic.errors import UserInputError
 from mlflow_agentic.trainers import register_trainer, trainer_registry
 from tests.conftest import scripted_frame
 from tests.scripted import SCRIPTED, q
@@ -138,3 +139,46 @@ def test_minimised_metric_ranks_lower_as_better(data):
     run = solve(data, [q(0.3), q(1.0), q(0.6)], patience=5, metric="log_loss")
     assert run.best_candidate.params["quality"] == 1.0
     assert run.best_score < run.baseline_score
+
+
+class AllSeeds(SequenceProposer):
+    """Every candidate is a seed (as the LLM and Optuna proposers seed every trainer)."""
+
+    def propose_initial(self, dataset, trainers):
+        self._next = len(self.candidates)
+        return list(self.candidates)
+
+
+def test_attempt_budget_counts_seeds_and_stops_the_search(data):
+    run = AgenticAutoML(AllSeeds([q(0.5)] * 5), cv=3, trainers=["scripted"], max_attempts=3,
+                        max_iterations=None, patience=None).solve(data)
+    assert len(run.attempts) == 3 and run.stop_reason == "attempt budget spent: 3 of 3 attempts"
+
+
+def test_without_patience_the_budget_is_spent_even_with_no_improvement(data):
+    run = solve(data, [q(1.0)] + [q(0.3)] * 9, max_iterations=None, patience=None,
+                max_attempts=8)
+    assert len(run.attempts) == 8 and "attempt budget" in run.stop_reason
+
+
+def test_time_budget_counts_proposal_time(data):
+    import time
+
+    class Slow(SequenceProposer):
+        def propose_next(self, dataset, history, trainers):
+            time.sleep(0.4)
+            return super().propose_next(dataset, history, trainers)
+
+    run = AgenticAutoML(Slow([q(0.5)] * 20), cv=3, trainers=["scripted"], time_budget=1.0,
+                        max_iterations=None, patience=None).solve(data)
+    assert 2 <= len(run.attempts) <= 4, [a.elapsed for a in run.attempts]
+    assert run.stop_reason.startswith("time budget spent")
+    elapsed = [a.elapsed for a in run.attempts]
+    assert elapsed == sorted(elapsed)
+    gaps = [b - a for a, b in zip(elapsed, elapsed[1:], strict=False)]
+    assert all(g >= 0.4 for g in gaps)  # the proposal's sleep is inside the elapsed time
+
+
+def test_an_unbounded_search_is_refused(data):
+    with pytest.raises(UserInputError, match="unbounded"):
+        AgenticAutoML(SequenceProposer([q(0.5)]), max_iterations=None, patience=None)

@@ -57,3 +57,26 @@ def test_shared_storage_lets_processes_share_one_study(churn_small, tmp_path):
     assert len(complete) >= len(TRAINERS) + 4 + 4
     assert len(study.trials) == len(complete)
 
+
+
+def test_random_proposer_draws_uniformly_from_the_spaces_and_is_seeded(churn_small):
+    from mlflow_agentic.proposers import RandomProposer
+
+    def draws(seed):
+        proposer = RandomProposer(seed=seed)
+        run = AgenticAutoML(proposer, max_iterations=None, patience=None, max_attempts=8, cv=3,
+                            trainers=TRAINERS, random_state=seed).solve(churn_small)
+        return run, proposer
+
+    first, proposer = draws(3)
+    assert sequence(first) == sequence(draws(3)[0])
+    assert sequence(first) != sequence(draws(4)[0])
+    assert len(first.attempts) == 8 and first.attempts[0].phase == "seed"
+    for attempt in first.attempts:
+        cand = attempt.candidate
+        space = get_trainer(cand.trainer).space(churn_small)
+        assert set(cand.params) == set(space)
+        assert cand.params != get_trainer(cand.trainer).defaults(churn_small)  # no defaults
+        assert cand.rationale.startswith("uniform random draw")
+    assert isinstance(proposer.study.sampler, optuna.samplers.RandomSampler)
+    assert len(proposer.study.trials) == 8  # every draw was told back (ask/tell)

@@ -138,9 +138,9 @@ def aggregate(per_dataset: dict[str, tuple[list[dict], bool]]) -> list[dict]:
     table = []
     for name in names:
         ranks = [r[name] for r in ranks_by_dataset.values() if name in r]
+        wins = sum(r[name] == min(r.values()) for r in ranks_by_dataset.values() if name in r)
         table.append({"proposer": name, "datasets": len(ranks),
-                      "mean_rank": statistics.fmean(ranks),
-                      "wins": sum(r == 1 for r in ranks),
+                      "mean_rank": statistics.fmean(ranks), "wins": wins,
                       **{f"rank.{ds}": r.get(name, math.nan)
                          for ds, r in ranks_by_dataset.items()}})
     return sorted(table, key=lambda row: (row["mean_rank"], -row["wins"], row["proposer"]))

@@ -1,0 +1,275 @@
+"""`mlflow-agentic compare` end to end on a real sqlite store: all four proposers (the LLM one over
+real HTTP to a scripted OpenAI-compatible server, then replayed), the report recomputed from the
+runs, the same table on a re-run, shared splits and budget, and bad input refused up front."""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from pathlib import Path
+
+import mlflow
+import pytest
+from click.testing import CliRunner
+
+from mlflow_agentic.cli import main
+from mlflow_agentic.compare.table import DETERMINISTIC, aggregate, rank
+from tests.conftest import scripted_frame
+from tests.fakes.openai_server import ScriptedOpenAI
+
+PROPOSERS = ["llm", "optuna", "sequence", "random"]
+SEEDS = [1, 2]
+BUDGET = 5
+TRAINERS = "linear,hist_gradient_boosting"
+
+
+def llm_answer(body: dict) -> tuple:
+    """A deterministic 'LLM': the answer depends only on how many attempts the prompt lists."""
+    n = body["messages"][-1]["content"].count("hist_gradient_boosting")
+    return ("answer", {"trainer": "hist_gradient_boosting",
+                       "params": {"max_iter": 40 + 10 * n, "learning_rate": 0.05},
+                       "rationale": "more, slower boosting", "expected_score": 0.99})
+
+
+def compare_args(data, uri, *extra):
+    return ["compare", "--data", str(data), "--proposers", ",".join(PROPOSERS),
+            "--budget-iterations", str(BUDGET), "--seeds", ",".join(map(str, SEEDS)),
+            "--trainers", TRAINERS, "--cv", "3", "--tracking-uri", uri, "--quiet", *extra]
+
+
+class Comparison:
+    def __init__(self, uri, output, result):
+        self.uri, self.output, self.result = uri, output, result
+        self.client = mlflow.MlflowClient(tracking_uri=uri)
+        self.id = next(line.split()[2] for line in result.output.splitlines()
+                       if line.startswith("comparison id:"))
+        self.report = json.loads((output / "churn" / "comparison.json").read_text())
+
+    def runs(self, filter_string: str):
+        ids = [e.experiment_id for e in self.client.search_experiments()]
+        return self.client.search_runs(ids, filter_string=filter_string, max_results=1000)
+
+    def arms(self):
+        return self.runs(f"tags.`agentic.comparison_id` = '{self.id}' and "
+                         "tags.`agentic.role` = 'search'")
+
+    def children(self, run_id):
+        return self.runs(f"tags.mlflow.parentRunId = '{run_id}'")
+
+
+def load_table(uri, experiment_id, artifact_file, run_id):
+    """``MlflowClient.load_table`` searches runs through the global tracking URI (MLflow 3.17),
+    so point it at this store for the call."""
+    previous = mlflow.get_tracking_uri()
+    mlflow.set_tracking_uri(uri)
+    try:
+        return mlflow.MlflowClient(uri).load_table(experiment_id, artifact_file, [run_id])
+    finally:
+        mlflow.set_tracking_uri(previous)
+
+
+def _isolated_cli(args, tmp, monkeypatch):
+    for var in ("MLFLOW_EXPERIMENT_ID", "MLFLOW_EXPERIMENT_NAME", "MLFLOW_RUN_ID",
+                "MLFLOW_TRACKING_URI"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.chdir(tmp)
+    previous = mlflow.get_tracking_uri()
+    try:
+        return CliRunner().invoke(main, args, catch_exceptions=False)
+    finally:
+        while mlflow.active_run() is not None:
+            mlflow.end_run()
+        mlflow.set_tracking_uri(previous)
+        mlflow.tracing.reset()
+
+
+@pytest.fixture(scope="module")
+def comparisons(tmp_path_factory, churn_frame):
+    """The same comparison twice on one store: first against the scripted LLM server, then with
+    the LLM replayed from the first (the server closed)."""
+    tmp = tmp_path_factory.mktemp("compare")
+    data = tmp / "churn.csv"
+    churn_frame.to_csv(data, index=False)
+    uri = f"sqlite:///{tmp / 'mlflow.db'}"
+    server = ScriptedOpenAI(responder=llm_answer)
+    out = []
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("OPENAI_API_KEY", "k")
+        try:
+            first = _isolated_cli(compare_args(data, uri, "--llm-base-url", server.base_url,
+                                               "--llm-model", "scripted", "--output",
+                                               str(tmp / "first")), tmp, mp)
+        finally:
+            server.close()
+        assert first.exit_code == 0, first.output
+        out.append(Comparison(uri, tmp / "first", first))
+        again = _isolated_cli(compare_args(data, uri, "--llm-replay", out[0].id, "--output",
+                                           str(tmp / "again")), tmp, mp)
+        assert again.exit_code == 0, again.output
+        out.append(Comparison(uri, tmp / "again", again))
+    out[0].requests = server.requests
+    return out
+
+
+def test_every_proposer_and_seed_is_a_tagged_search_run(comparisons):
+    first = comparisons[0]
+    arms = first.arms()
+    assert sorted((a.data.tags["proposer"], int(a.data.tags["agentic.seed"])) for a in arms) == \
+        sorted((p, s) for p in PROPOSERS for s in SEEDS)
+    comparison_run = first.client.get_run(first.report["arms"][0]["run_id"])
+    parent = comparison_run.data.tags["mlflow.parentRunId"]
+    assert all(a.data.tags["mlflow.parentRunId"] == parent for a in arms)
+    assert first.client.get_run(parent).data.tags["agentic.role"] == "comparison"
+    llm_arms = [a for a in arms if a.data.tags["proposer"] == "llm"]
+    assert all(a.data.metrics["llm_calls"] == BUDGET - 2 for a in llm_arms)
+    assert len(first.requests) == len(SEEDS) * (BUDGET - 2)
+    assert [r["seed"] for r in first.requests[:1]] == [SEEDS[0]]  # the seed reaches the server
+
+
+def test_arms_share_the_split_folds_and_budget(comparisons):
+    arms = comparisons[0].arms()
+    assert len({a.data.tags["holdout"] for a in arms}) == 1  # one sealed holdout (digest)
+    folds = {tuple(round(a.data.metrics[f"baseline_roc_auc_fold{k}"], 12) for k in (1, 2, 3))
+             for a in arms}
+    assert len(folds) == 1  # the same fold indices: the same baseline fold scores
+    for arm in arms:
+        n = len(comparisons[0].children(arm.info.run_id))
+        expected = 2 if arm.data.tags["proposer"] == "sequence" else BUDGET
+        assert n == int(arm.data.metrics["n_attempts"]) == expected
+        assert arm.data.params["patience"] == "off"
+        assert arm.data.params["budget_attempts"] == str(BUDGET)
+
+
+def _recompute_arm(cmp: Comparison, arm) -> dict:
+    children = cmp.children(arm.info.run_id)
+    verified = [c for c in children if c.data.tags["verdict"] == "verified"]
+    best = max(verified, key=lambda c: (c.data.metrics["cv_roc_auc"],
+                                        -int(c.data.tags["attempt.index"])))
+    assert best.info.run_id == arm.data.tags["best_run_id"]
+    m = arm.data.metrics
+    return {"proposer": arm.data.tags["proposer"], "seed": int(arm.data.tags["agentic.seed"]),
+            "run_id": arm.info.run_id, "best_cv": best.data.metrics["cv_roc_auc"],
+            "holdout": best.data.metrics["holdout_roc_auc"], "gap": best.data.metrics["gap"],
+            "best_trainer": best.data.tags["trainer"], "attempts": len(children),
+            "verified": len(verified),
+            "quarantined": sum(c.data.tags["verdict"] == "quarantined" for c in children),
+            "failed": sum(c.info.status == "FAILED" for c in children),
+            "wall_seconds": m["search_seconds"],
+            "first_verified_seconds": min(c.data.metrics["elapsed_seconds"] for c in verified),
+            "prompt_tokens": m.get("llm_prompt_tokens", 0),
+            "completion_tokens": m.get("llm_completion_tokens", 0),
+            "cost_usd": m.get("llm_cost_usd", 0.0)}
+
+
+def test_report_table_is_recomputed_from_the_runs(comparisons):
+    cmp = comparisons[0]
+    recomputed = {(r["proposer"], r["seed"]): r for r in map(lambda a: _recompute_arm(cmp, a),
+                                                             cmp.arms())}
+    for row in cmp.report["arms"]:
+        mine = recomputed[(row["proposer"], row["seed"])]
+        for key, value in mine.items():
+            expected = value if isinstance(value, str) else pytest.approx(value, rel=1e-9)
+            assert row[key] == expected, (row["proposer"], key)
+    for row in cmp.report["summary"]:
+        group = [r for r in recomputed.values() if r["proposer"] == row["proposer"]]
+        for key in ("best_cv", "holdout", "gap", "attempts", "verified", "wall_seconds",
+                    "first_verified_seconds", "prompt_tokens"):
+            assert row[key] == pytest.approx(statistics.fmean(r[key] for r in group)), key
+        assert row["holdout_std"] == pytest.approx(statistics.stdev(r["holdout"] for r in group))
+    llm = next(r for r in cmp.report["summary"] if r["proposer"] == "llm")
+    assert llm["prompt_tokens"] > 0 and llm["completion_tokens"] == 20 * (BUDGET - 2)
+
+
+def test_comparison_run_holds_the_report(comparisons):
+    cmp = comparisons[0]
+    run_id = cmp.client.get_run(cmp.report["arms"][0]["run_id"]).data.tags["mlflow.parentRunId"]
+    run = cmp.client.get_run(run_id)
+    names = {f.path for f in cmp.client.list_artifacts(run_id)}
+    assert {"comparison.md", "comparison.html", "comparison.json", "comparison_table.json",
+            "comparison_arms.json", "best_so_far_by_attempt.png", "best_so_far_by_time.png",
+            "cv_vs_holdout.png"} <= names
+    local = mlflow.artifacts.download_artifacts(run_id=run_id, tracking_uri=cmp.uri)
+    for png in ("best_so_far_by_attempt.png", "best_so_far_by_time.png", "cv_vs_holdout.png"):
+        content = Path(local, png).read_bytes()
+        assert content[:8] == b"\x89PNG\r\n\x1a\n" and len(content) > 20_000
+    markdown = Path(local, "comparison.md").read_text()
+    assert all(f"| {p} |" in markdown for p in PROPOSERS)
+    assert run.data.tags["verdict"].startswith("Best mean holdout roc_auc")
+    assert run.data.tags["verdict"] in run.data.tags["mlflow.note.content"]
+    table = load_table(cmp.uri, run.info.experiment_id, "comparison_table.json", run_id)
+    assert list(table["proposer"]) == PROPOSERS
+    for row in cmp.report["summary"]:
+        assert run.data.metrics[f"{row['proposer']}.holdout_roc_auc"] == \
+            pytest.approx(row["holdout"])
+    assert "Per proposer" in cmp.result.output  # the console prints the table
+
+
+def test_same_seeds_same_table(comparisons):
+    first, again = comparisons
+    assert first.id != again.id
+    for a, b in zip(first.report["summary"], again.report["summary"], strict=True):
+        for key in DETERMINISTIC:
+            assert a[key] == b[key] or (a[key] != a[key] and b[key] != b[key]), \
+                (a["proposer"], key)  # equal, or both NaN
+    llm_again = [a for a in again.arms() if a.data.tags["proposer"] == "llm"]
+    assert all(a.data.metrics["llm_seconds"] == 0 for a in llm_again)  # replayed, no network
+
+
+def test_ranking_is_by_holdout_with_shared_ties():
+    rows = [{"proposer": "a", "holdout": 0.8}, {"proposer": "b", "holdout": 0.9},
+            {"proposer": "c", "holdout": 0.8}, {"proposer": "d", "holdout": math.nan}]
+    assert rank(rows, greater_is_better=True) == {"b": 1, "a": 2.5, "c": 2.5, "d": 4}
+    assert rank(rows, greater_is_better=False) == {"a": 1.5, "c": 1.5, "b": 3, "d": 4}
+    table = aggregate({"one": (rows, True), "two": (rows, False)})
+    assert [(r["proposer"], r["mean_rank"], r["wins"]) for r in table] == \
+        [("a", 2.0, 1), ("b", 2.0, 1), ("c", 2.0, 1), ("d", 4.0, 0)]  # a tie is a win each
+
+
+def test_several_datasets_get_one_comparison_each_and_a_ranking(tmp_path, monkeypatch,
+                                                                churn_frame):
+    folder = tmp_path / "data"
+    folder.mkdir()
+    churn_frame.head(400).to_csv(folder / "churn.csv", index=False)
+    scripted_frame(300).to_csv(folder / "signal.csv", index=False)
+    (folder / "notes.txt").write_text("not a dataset")
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    result = _isolated_cli(["compare", "--data", str(folder), "--proposers", "optuna,random",
+                            "--budget-iterations", "2", "--seeds", "1", "--trainers", "linear",
+                            "--cv", "3", "--tracking-uri", uri, "--quiet"], tmp_path,
+                           monkeypatch)
+    assert result.exit_code == 0, result.output
+    assert "Ranking across datasets" in result.output
+    client = mlflow.MlflowClient(tracking_uri=uri)
+    exp = client.get_experiment_by_name("agentic-compare")
+    runs = client.search_runs([exp.experiment_id], max_results=100)
+    top = [r for r in runs if r.data.tags["agentic.role"] == "comparison-ranking"]
+    per = [r for r in runs if r.data.tags["agentic.role"] == "comparison"]
+    assert len(top) == 1 and sorted(r.data.tags["dataset"] for r in per) == ["churn", "signal"]
+    assert all(r.data.tags["mlflow.parentRunId"] == top[0].info.run_id for r in per)
+    assert {"optuna.mean_rank", "random.wins"} <= set(top[0].data.metrics)
+    ranking = load_table(uri, exp.experiment_id, "ranking_table.json", top[0].info.run_id)
+    assert sorted(ranking["proposer"]) == ["optuna", "random"]
+    assert sum(ranking["wins"]) >= 2  # one winner per dataset (ties share)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--budget-iterations", "5", "--time-budget", "60"], "not both"),
+    (["--proposers", "optuna,genetic"], "unknown proposer(s) genetic"),
+    (["--seeds", "1,two"], "expected comma-separated integers"),
+    (["--proposers", "llm", "--llm-base-url", "http://127.0.0.1:9/v1"], "no answer from the LLM"),
+    (["--proposers", "llm", "--llm-replay", "cmp-nothere"], "no recorded llm search"),
+    (["--metric", "rmse"], "rmse"),
+])
+def test_bad_input_is_refused_before_any_run(tmp_path, monkeypatch, churn_frame, args,
+                                             message):
+    data = tmp_path / "churn.csv"
+    churn_frame.head(200).to_csv(data, index=False)
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    result = _isolated_cli(["compare", "--data", str(data), "--tracking-uri", uri, "--quiet",
+                            *args], tmp_path, monkeypatch)
+    assert result.exit_code == 2, result.output
+    assert message in result.output
+    client = mlflow.MlflowClient(tracking_uri=uri)
+    ids = [e.experiment_id for e in client.search_experiments()]
+    assert client.search_runs(ids) == []  # nothing half-written
