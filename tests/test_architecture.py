@@ -45,3 +45,11 @@ def test_core_never_imports_tracking_or_the_cli(path):
 def test_transforms_pickled_into_models_import_only_the_scientific_stack():
     roots = imported_roots(PACKAGE / "trainers" / "transforms.py")
     assert roots <= {"__future__", "numpy", "pandas", "sklearn"}
+
+
+@pytest.mark.parametrize("name", ["table.py", "report.py", "plots.py"])
+def test_comparison_numbers_and_report_are_computed_without_mlflow(name):
+    """The report is computed from search results; only tracking/comparison.py logs it."""
+    imports = imported_roots(PACKAGE / "compare" / name)
+    assert "mlflow" not in imports
+    assert not any(m.startswith("mlflow_agentic.tracking") for m in imports)

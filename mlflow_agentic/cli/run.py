@@ -14,7 +14,7 @@ from mlflow_agentic.cli.options import (
     split_options,
 )
 from mlflow_agentic.errors import UserInputError
-from mlflow_agentic.proposers.factory import PROPOSERS, LLMOptions, build_proposer, load_recording
+from mlflow_agentic.proposers.factory import PROPOSERS, LLMOptions, build_proposer
 
 
 @click.command("run")
@@ -102,7 +102,9 @@ def _run(*, data, target, proposer, trainers, max_iterations, patience, cv, metr
         if proposer not in ("llm", "optuna"):
             raise UserInputError("--replay replays an LLM search; use it with --proposer llm")
         proposer = "llm"
-        llm["recording"] = load_recording(llm["replay"])  # fail before anything is logged
+        from mlflow_agentic.tracking.models import load_llm_recording
+
+        llm["recording"] = load_llm_recording(llm["replay"])  # fail before anything is logged
     options = LLMOptions(llm.get("model"), llm.get("base_url"), llm.get("max_cost_usd"),
                          llm.get("recording"))
 

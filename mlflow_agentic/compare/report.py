@@ -135,16 +135,28 @@ STYLE = ("body{font-family:system-ui,sans-serif;margin:2em;max-width:1400px}"
          "th{background:#f3f3f3}.note{color:#555;font-size:90%}img{max-width:48%;margin:4px}")
 
 
-def dataset_html(report: DatasetReport) -> str:
+def dataset_html(report: DatasetReport, images: dict[str, bytes] | None = None) -> str:
+    """The report as one page; ``images`` (PNG bytes by file name) are embedded, so the page
+    is whole when opened from MLflow's artifact viewer or mailed around."""
+    import base64
+
+    images = images or {}
     settings = "".join(f"<li>{html.escape(k)}: {html.escape(v)}</li>"
                        for k, v in report.settings.items())
     grids = "".join(grid_html(g) for g in report.grids)
-    images = "".join(f"<img src='{n}' alt='{html.escape(t)}' title='{html.escape(t)}'>"
-                     for n, t in PLOTS.items())
+    pictures = "".join(
+        f"<img src='{_source(n, images, base64)}' alt='{html.escape(t)}' "
+        f"title='{html.escape(t)}'>" for n, t in PLOTS.items())
     return page(f"Comparison on {report.dataset}",
                 f"<h2>Comparison on {html.escape(report.dataset)} "
                 f"({html.escape(report.comparison_id)})</h2>"
-                f"<p><b>{html.escape(report.verdict)}</b></p><ul>{settings}</ul>{grids}{images}")
+                f"<p><b>{html.escape(report.verdict)}</b></p><ul>{settings}</ul>{grids}{pictures}")
+
+
+def _source(name: str, images: dict[str, bytes], base64) -> str:
+    if name not in images:
+        return name
+    return "data:image/png;base64," + base64.b64encode(images[name]).decode()
 
 
 def page(title: str, body: str) -> str:

@@ -144,7 +144,12 @@ def _shared_params(options: CompareOptions) -> dict:
 def _compare_one(dataset, trainers, options: CompareOptions, tracker, comparison_id: str,
                  recordings: dict[int, list[dict]], say, observers, output) -> object:
     from mlflow_agentic.compare.plots import plot_best_so_far, plot_cv_vs_holdout
-    from mlflow_agentic.compare.report import DatasetReport, dataset_html, dataset_markdown
+    from mlflow_agentic.compare.report import (
+        PLOTS,
+        DatasetReport,
+        dataset_html,
+        dataset_markdown,
+    )
     from mlflow_agentic.engine.cv import FixedSplits, make_splits
     from mlflow_agentic.tracking.comparison import TAG_SEED, temporary_directory, write_json
     from mlflow_agentic.verify import DeterministicVerifier
@@ -207,7 +212,8 @@ def _compare_one(dataset, trainers, options: CompareOptions, tracker, comparison
             plot_best_so_far(arms, directory / "best_so_far_by_time.png", by="time")
             plot_cv_vs_holdout(arms, directory / "cv_vs_holdout.png")
             (directory / "comparison.md").write_text(dataset_markdown(report))
-            (directory / "comparison.html").write_text(dataset_html(report))
+            images = {name: (directory / name).read_bytes() for name in PLOTS}
+            (directory / "comparison.html").write_text(dataset_html(report, images))
             write_json(directory / "comparison.json",
                        {"comparison_id": comparison_id, "settings": settings,
                         "summary": summary, "arms": [a.row() for a in arms],
@@ -278,8 +284,8 @@ def _llm_recordings(options: CompareOptions, names: Sequence[str]
     """Recordings of an earlier comparison's LLM arms, per dataset and seed, or a clear error."""
     if not options.llm_replay:
         return {}
-    from mlflow_agentic.proposers.factory import load_recording
     from mlflow_agentic.tracking.comparison import find_llm_recordings
+    from mlflow_agentic.tracking.models import load_llm_recording
 
     out: dict[str, dict[int, list[dict]]] = {}
     for name in names:
@@ -290,5 +296,5 @@ def _llm_recordings(options: CompareOptions, names: Sequence[str]
                 f"--llm-replay {options.llm_replay}: no recorded llm search for dataset "
                 f"{name!r} with seed(s) {', '.join(map(str, missing))} (found seeds: "
                 f"{', '.join(map(str, sorted(runs))) or 'none'})")
-        out[name] = {s: load_recording(runs[s]) for s in options.seeds}
+        out[name] = {s: load_llm_recording(runs[s]) for s in options.seeds}
     return out

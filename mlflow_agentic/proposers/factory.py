@@ -64,22 +64,3 @@ def load_candidates(path: str, trainers: Sequence[str], dataset):
         except ProposerOutputError as exc:
             raise UserInputError(f"{path}: candidate {i}: {exc}") from exc
     return proposer
-
-
-def load_recording(source: str) -> list[dict]:
-    """Recorded LLM exchanges from a JSONL path, or from an MLflow run's artifact."""
-    from pathlib import Path
-
-    from mlflow_agentic.llm.replay import EXCHANGES_ARTIFACT, read_exchanges
-
-    if Path(source).exists():
-        return read_exchanges(source)
-    from mlflow.exceptions import MlflowException
-
-    from mlflow_agentic.tracking.models import download_run_artifact
-
-    try:
-        return read_exchanges(download_run_artifact(source, EXCHANGES_ARTIFACT))
-    except (MlflowException, OSError) as exc:
-        raise UserInputError(f"--replay {source!r} is neither a file nor a run with an "
-                             f"{EXCHANGES_ARTIFACT} artifact: {exc}") from exc

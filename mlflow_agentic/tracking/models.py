@@ -95,3 +95,21 @@ def register(model_uri: str, name: str, tags: dict[str, Any], alias: str = DEFAU
 def download_run_artifact(run_id: str, artifact_path: str) -> str:
     """A local copy of one artifact of a run (for ``--replay RUN_ID``)."""
     return mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path=artifact_path)
+
+
+def load_llm_recording(source: str) -> list[dict]:
+    """Recorded LLM exchanges from a JSONL path, or from an MLflow run's artifact."""
+    from pathlib import Path
+
+    from mlflow.exceptions import MlflowException
+
+    from mlflow_agentic.errors import UserInputError
+    from mlflow_agentic.llm.replay import EXCHANGES_ARTIFACT, read_exchanges
+
+    if Path(source).exists():
+        return read_exchanges(source)
+    try:
+        return read_exchanges(download_run_artifact(source, EXCHANGES_ARTIFACT))
+    except (MlflowException, OSError) as exc:
+        raise UserInputError(f"--replay {source!r} is neither a file nor a run with an "
+                             f"{EXCHANGES_ARTIFACT} artifact: {exc}") from exc
