@@ -143,15 +143,9 @@ def _shared_params(options: CompareOptions) -> dict:
 
 def _compare_one(dataset, trainers, options: CompareOptions, tracker, comparison_id: str,
                  recordings: dict[int, list[dict]], say, observers, output) -> object:
-    from mlflow_agentic.compare.plots import plot_best_so_far, plot_cv_vs_holdout
-    from mlflow_agentic.compare.report import (
-        PLOTS,
-        DatasetReport,
-        dataset_html,
-        dataset_markdown,
-    )
+    from mlflow_agentic.compare.report import DatasetReport
     from mlflow_agentic.engine.cv import FixedSplits, make_splits
-    from mlflow_agentic.tracking.comparison import TAG_SEED, temporary_directory, write_json
+    from mlflow_agentic.tracking.comparison import TAG_SEED
     from mlflow_agentic.verify import DeterministicVerifier
 
     task: SealedTask = seal(dataset, split=options.split, cv=options.cv,
@@ -161,23 +155,6 @@ def _compare_one(dataset, trainers, options: CompareOptions, tracker, comparison
     splits = FixedSplits(make_splits(task.dataset, options.cv, options.split_seed,
                                      brief.cv_scheme), brief.cv_scheme, brief.cv_reason)
     verifier = DeterministicVerifier(options.margin)
-    settings = {
-        "dataset": f"{dataset.name}: {task.train.n_rows} training rows, target "
-                   f"{dataset.target!r} ({dataset.task})",
-        "holdout": f"{task.holdout.dataset.n_rows} sealed rows, {task.holdout.scheme}, "
-                   f"digest {task.holdout.digest}",
-        "cv": f"{len(splits.splits)} folds, {brief.cv_scheme} ({brief.cv_reason}), the same "
-              "fold indices for every arm",
-        "budget": options.budget_text(),
-        "verifier": f"beats the trivial baseline by {options.margin:g}; leakage checks",
-        "proposers": ", ".join(options.proposers),
-        "seeds": ", ".join(map(str, options.seeds)) + " (proposer and model seeds; the split "
-                 f"seed is {options.split_seed})",
-        "trainers": ", ".join(trainers),
-        "excluded columns": ", ".join(brief.excluded) or "none",
-    }
-    if options.llm_replay and "llm" in options.proposers:
-        settings["llm"] = f"replayed from comparison {options.llm_replay}"
     run_id = tracker.start(
         f"compare-{dataset.name}",
         {"agentic.role": "comparison", TAG: comparison_id, "dataset": dataset.name},
@@ -202,24 +179,11 @@ def _compare_one(dataset, trainers, options: CompareOptions, tracker, comparison
                 say(f"    best CV {arm.best_cv:.4f}, holdout {arm.holdout:.4f}, "
                     f"{arm.attempts} attempts ({arm.verified} verified) in "
                     f"{arm.wall_seconds:.1f}s; {arm.stop_reason}")
-        summary = summarize(arms)
         report = DatasetReport(dataset.name, comparison_id, arms[0].metric,
-                               arms[0].greater_is_better, settings, summary, arms,
-                               run_id=run_id)
-        with temporary_directory() as tmp:
-            directory = Path(tmp)
-            plot_best_so_far(arms, directory / "best_so_far_by_attempt.png", by="attempt")
-            plot_best_so_far(arms, directory / "best_so_far_by_time.png", by="time")
-            plot_cv_vs_holdout(arms, directory / "cv_vs_holdout.png")
-            (directory / "comparison.md").write_text(dataset_markdown(report))
-            images = {name: (directory / name).read_bytes() for name in PLOTS}
-            (directory / "comparison.html").write_text(dataset_html(report, images))
-            write_json(directory / "comparison.json",
-                       {"comparison_id": comparison_id, "settings": settings,
-                        "summary": summary, "arms": [a.row() for a in arms],
-                        "curves": {f"{a.proposer}/{a.seed}": a.curve for a in arms}})
-            tracker.log_dataset_report(report, directory)
-            _keep(directory, output, dataset.name)
+                               arms[0].greater_is_better,
+                               _settings(task, splits, trainers, options), summarize(arms),
+                               arms, run_id=run_id)
+        _write_report(report, tracker, output)
         status = "FINISHED"
         return report
     except KeyboardInterrupt:
@@ -227,6 +191,52 @@ def _compare_one(dataset, trainers, options: CompareOptions, tracker, comparison
         raise
     finally:
         tracker.end(status)
+
+
+def _settings(task: SealedTask, splits, trainers, options: CompareOptions) -> dict[str, str]:
+    """What every arm shared, in words, for the top of the report."""
+    brief, dataset = task.briefing, task.train
+    settings = {
+        "dataset": f"{dataset.name}: {dataset.n_rows} training rows, target "
+                   f"{dataset.target!r} ({dataset.task})",
+        "holdout": f"{task.holdout.dataset.n_rows} sealed rows, {task.holdout.scheme}, "
+                   f"digest {task.holdout.digest}",
+        "cv": f"{len(splits.splits)} folds, {brief.cv_scheme} ({brief.cv_reason}), the same "
+              "fold indices for every arm",
+        "budget": options.budget_text(),
+        "verifier": f"beats the trivial baseline by {options.margin:g}; leakage checks",
+        "proposers": ", ".join(options.proposers),
+        "seeds": ", ".join(map(str, options.seeds)) + " (proposer and model seeds; the split "
+                 f"seed is {options.split_seed})",
+        "trainers": ", ".join(trainers),
+        "excluded columns": ", ".join(brief.excluded) or "none",
+    }
+    if options.llm_replay and "llm" in options.proposers:
+        settings["llm"] = f"replayed from comparison {options.llm_replay}"
+    return settings
+
+
+def _write_report(report, tracker, output) -> None:
+    """Plots, Markdown, HTML and JSON into a folder, logged on the comparison run."""
+    from mlflow_agentic.compare.plots import plot_best_so_far, plot_cv_vs_holdout
+    from mlflow_agentic.compare.report import PLOTS, dataset_html, dataset_markdown
+    from mlflow_agentic.tracking.comparison import temporary_directory, write_json
+
+    arms = report.arms
+    with temporary_directory() as tmp:
+        directory = Path(tmp)
+        plot_best_so_far(arms, directory / "best_so_far_by_attempt.png", by="attempt")
+        plot_best_so_far(arms, directory / "best_so_far_by_time.png", by="time")
+        plot_cv_vs_holdout(arms, directory / "cv_vs_holdout.png")
+        (directory / "comparison.md").write_text(dataset_markdown(report))
+        images = {name: (directory / name).read_bytes() for name in PLOTS}
+        (directory / "comparison.html").write_text(dataset_html(report, images))
+        write_json(directory / "comparison.json",
+                   {"comparison_id": report.comparison_id, "settings": report.settings,
+                    "summary": report.summary, "arms": [a.row() for a in arms],
+                    "curves": {f"{a.proposer}/{a.seed}": a.curve for a in arms}})
+        tracker.log_dataset_report(report, directory)
+        _keep(directory, output, report.dataset)
 
 
 def _run_arm(task, name, seed, trainers, options, llm, splits, verifier, tags, observers
