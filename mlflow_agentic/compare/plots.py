@@ -11,6 +11,9 @@ from mlflow_agentic.compare.table import Arm
 COLOURS = {"llm": "tab:purple", "optuna": "tab:blue", "sequence": "tab:orange",
            "random": "tab:gray"}
 EXTRA = ("tab:green", "tab:red", "tab:brown", "tab:pink", "tab:olive", "tab:cyan")
+STYLES = ("-", "--", "-.", ":")
+MARKERS = ("o", "s", "^", "D", "v", "P")
+"""Line styles and markers per proposer, so overlapping proposers stay visible."""
 
 
 def colour_of(proposer: str, order: Sequence[str]) -> str:
@@ -47,7 +50,8 @@ def plot_best_so_far(arms: Sequence[Arm], path: Path, *, by: str = "attempt") ->
             if by == "time" and k == 0:
                 label = name
             ax.step(xs, ys, where="post", color=colour, alpha=0.35 if by == "attempt" else 0.8,
-                    lw=1.0, label=label)
+                    lw=1.0, label=label,
+                    ls="-" if by == "attempt" else STYLES[order.index(name) % len(STYLES)])
         if by == "attempt":
             longest = max(len(a.curve) for a in group)
             means = []
@@ -56,6 +60,7 @@ def plot_best_so_far(arms: Sequence[Arm], path: Path, *, by: str = "attempt") ->
                 finite = [v for v in values if math.isfinite(v)]
                 means.append(sum(finite) / len(finite) if finite else math.nan)
             ax.step(range(1, longest + 1), means, where="post", color=colour, lw=2.4,
+                    ls=STYLES[order.index(name) % len(STYLES)],
                     label=f"{name} (mean of {len(group)} seeds)")
     if by == "attempt":
         from matplotlib.ticker import MaxNLocator
@@ -81,11 +86,12 @@ def plot_cv_vs_holdout(arms: Sequence[Arm], path: Path) -> Path:
         group = [p for a in arms if a.proposer == name for p in a.points]
         colour = colour_of(name, order)
         values += [v for p in group for v in p[:2] if math.isfinite(v)]
-        ax.scatter([p[0] for p in group], [p[1] for p in group], s=18, alpha=0.5, color=colour,
-                   label=f"{name} ({len(group)} attempts)")
+        marker = MARKERS[order.index(name) % len(MARKERS)]
+        ax.scatter([p[0] for p in group], [p[1] for p in group], s=22, alpha=0.5, color=colour,
+                   marker=marker, label=f"{name} ({len(group)} attempts)")
         chosen = [p for p in group if p[2]]
-        ax.scatter([p[0] for p in chosen], [p[1] for p in chosen], s=110, facecolors="none",
-                   edgecolors=colour, linewidths=1.8)
+        ax.scatter([p[0] for p in chosen], [p[1] for p in chosen], s=130, facecolors="none",
+                   edgecolors=colour, linewidths=1.8, marker=marker)
     if values:
         lo, hi = min(values), max(values)
         pad = (hi - lo) * 0.08 or 0.01
