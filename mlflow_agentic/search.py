@@ -124,7 +124,7 @@ def search_sealed(
     try:
         report = score_on_holdout(run, briefing.dataset, task.holdout, random_state)
         if tracker is not None:
-            tracker.finish(run, report)
+            tracker.finish(run, report, task.holdout)
     except BaseException as exc:
         if tracker is not None:
             tracker.on_search_error(exc)

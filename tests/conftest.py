@@ -130,3 +130,29 @@ def tracked_search(tmp_path_factory, churn_small) -> TrackedSearch:
     finally:
         mlflow.set_tracking_uri(previous)
     return TrackedSearch(uri, run, tracker, churn_small)
+
+
+class RegisteredSearch:
+    """A finished honest search (sealed holdout, gap) whose best model is registered."""
+
+    def __init__(self, uri, result, tracker, name):
+        self.uri, self.result, self.tracker, self.name = uri, result, tracker, name
+        self.client = mlflow.MlflowClient(tracking_uri=uri, registry_uri=uri)
+
+
+def registered_search(uri: str, dataset, name: str, candidates, seed: int = 0):
+    """Search ``dataset`` with a fixed candidate list and register the best as ``name``."""
+    from mlflow_agentic import SequenceProposer
+    from mlflow_agentic.search import run_search
+    from mlflow_agentic.tracking import MlflowTracker
+
+    previous = mlflow.get_tracking_uri()
+    mlflow.set_tracking_uri(uri)
+    try:
+        tracker = MlflowTracker(experiment=f"{name}-searches", register_name=name)
+        result = run_search(dataset, lambda: SequenceProposer(candidates), max_iterations=5,
+                            patience=5, cv=3, random_state=seed, tracker=tracker)
+    finally:
+        mlflow.set_tracking_uri(previous)
+    return RegisteredSearch(uri, result, tracker, name)
+

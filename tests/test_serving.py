@@ -37,3 +37,79 @@ def test_served_predictions_equal_in_process(served_challenger, tracked_search):
     served = response.json()["predictions"]
     assert served == list(tracked_search.run.model.predict(rows))
     assert set(served) <= {"Yes", "No"}
+
+
+@pytest.fixture(scope="module")
+def champion(tmp_path_factory, churn_frame):
+    """churn-served v1 from an honest search, promoted to @champion by the gate."""
+    import mlflow
+
+    from mlflow_agentic.data import Dataset
+    from mlflow_agentic.tracking.promotion import promote
+    from tests.conftest import registered_search
+
+    frame = churn_frame.copy()
+    frame.loc[frame.index[:25], "TotalCharges"] = " "  # blanks, as in the Telco file
+    root = tmp_path_factory.mktemp("champion")
+    uri = f"sqlite:///{root / 'mlflow.db'}"
+    search = registered_search(uri, Dataset.from_frame(frame, name="churn"), "churn-served",
+                               ["linear"])
+    mlflow.set_tracking_uri(uri)
+    try:
+        outcome = promote("churn-served")
+    finally:
+        mlflow.set_tracking_uri(None)
+    assert outcome.decision.promoted, outcome.decision.summary
+    return search, frame
+
+
+@pytest.fixture(scope="module")
+def served_champion(champion, tmp_path_factory):
+    search, _ = champion
+    port = free_port()
+    env = {**os.environ, "MLFLOW_TRACKING_URI": search.uri,
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    url = f"http://127.0.0.1:{port}"
+    command = [str(Path(sys.executable).parent / "mlflow"), "models", "serve", "-m",
+               "models:/churn-served@champion", "--env-manager", "local", "-h", "127.0.0.1",
+               "-p", str(port)]
+    log = tmp_path_factory.mktemp("serve") / "serve.log"
+    with running_server(command, f"{url}/ping", log, 120, env):
+        yield url
+
+
+def _post(url, rows):
+    payload = {"dataframe_split": rows.astype(object).where(rows.notna(), None)
+               .to_dict(orient="split")}
+    payload["dataframe_split"].pop("index")
+    return requests.post(f"{url}/invocations", json=payload, timeout=30)
+
+
+def test_champion_serves_raw_rows_unseen_categories_and_missing_columns(served_champion,
+                                                                        champion):
+    search, frame = champion
+    model = search.result.run.model
+    rows = frame.drop(columns=["Churn"]).tail(6).copy()
+    rows.loc[rows.index[0], "SeniorCitizen"] = None  # an int column with a missing value
+
+    valid = _post(served_champion, rows)
+    assert valid.status_code == 200, valid.text
+    assert valid.json()["predictions"] == list(model.predict(rows))
+
+    unseen = rows.assign(PaymentMethod="Carrier pigeon", Contract="Lifetime")
+    response = _post(served_champion, unseen)
+    assert response.status_code == 200, response.text
+    assert response.json()["predictions"] == list(model.predict(unseen))  # handled
+
+    assert "TotalCharges" in model.named_steps["inputs"].optional_
+    no_optional = rows.drop(columns=["TotalCharges"])
+    response = _post(served_champion, no_optional)
+    assert response.status_code == 200, response.text  # added back as missing, imputed
+    assert response.json()["predictions"] == list(model.predict(no_optional))
+
+    no_required = rows.drop(columns=["tenure"])
+    response = _post(served_champion, no_required)
+    assert response.status_code == 400
+    body = response.json()
+    assert "tenure" in body["message"] and "missing" in body["message"].lower()
+    assert "stack_trace" not in body and "Traceback" not in response.text

@@ -8,6 +8,7 @@ from mlflow_agentic import __version__
 from mlflow_agentic.cli.bench import bench
 from mlflow_agentic.cli.compare import compare_command
 from mlflow_agentic.cli.options import EXIT_USER_ERROR
+from mlflow_agentic.cli.promote import promote_command
 from mlflow_agentic.cli.run import run_command
 
 
@@ -20,6 +21,7 @@ def main() -> None:
 
 main.add_command(run_command)
 main.add_command(compare_command)
+main.add_command(promote_command)
 main.add_command(bench)
 
 __all__ = ["EXIT_USER_ERROR", "main"]

@@ -22,6 +22,7 @@ class ComparisonTracker:
         self.experiment = experiment
         self.tracking_uri = tracking_uri
         self._configured = False
+        self._tokens: list = []
 
     def _configure(self) -> None:
         if self._configured:
@@ -36,13 +37,16 @@ class ComparisonTracker:
 
     def start(self, name: str, tags: dict[str, str], params: dict[str, object]) -> str:
         """Start a comparison run; under ``mlflow run`` the outermost one is the project's."""
+        from mlflow_agentic.tracking import context
+
         self._configure()
+        self._tokens.append(context.begin(comparison_id=tags.get(TAG_ID, "")))
         run = mlflow.start_run(run_name=name, nested=mlflow.active_run() is not None)
         client = mlflow.MlflowClient()
         given = client.get_run(run.info.run_id).data.params  # project params are immutable
         mlflow.log_params({(k if given.get(k, str(v)) == str(v) else f"resolved.{k}"): v
                            for k, v in params.items()})
-        mlflow.set_tags({"mlflow.runName": name, **tags})
+        mlflow.set_tags({"mlflow.runName": name, **context.search_tags(), **tags})
         return run.info.run_id
 
     def log_dataset_report(self, report, directory: Path) -> None:
@@ -83,9 +87,12 @@ class ComparisonTracker:
         mlflow.log_artifacts(str(directory))
         mlflow.set_tag("mlflow.note.content", note)
 
-    @staticmethod
-    def end(status: str = "FINISHED") -> None:
+    def end(self, status: str = "FINISHED") -> None:
+        from mlflow_agentic.tracking import context
+
         mlflow.end_run(status=status)
+        if self._tokens:
+            context.end(self._tokens.pop())
 
 
 def write_json(path: Path, data) -> Path:

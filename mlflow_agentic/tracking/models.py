@@ -71,14 +71,29 @@ def log_model(model, dataset, requirements: tuple[str, ...] = (), name: str = "m
     """Log ``model`` to the active run; returns MLflow's ``ModelInfo``."""
     X = schema_sample(dataset.X)  # raw columns as in the file: the pipeline does the rest
     with _pickle_transforms_by_value(), _quiet_cloudpickle_warning(), warnings.catch_warnings():
-        # MLflow hints that int columns cannot carry missing values; int64 -> float64 is refused
-        # at serving time, so the schema keeps the file's own types (documented in the README)
         warnings.filterwarnings("ignore", message="Hint: Inferred schema contains integer")
-        signature = infer_signature(X, model.predict(X))
+        signature = serving_signature(infer_signature(X, model.predict(X)), model)
         return mlflow.sklearn.log_model(
             model, name=name, signature=signature, input_example=X.head(5),
             serialization_format="cloudpickle", pip_requirements=pinned_requirements(requirements),
         )
+
+
+def serving_signature(signature, model):
+    """What the served model accepts: the raw file columns, integer columns as doubles (so a
+    missing value is not refused as int64 -> float64), and the columns the model saw missing in
+    training marked optional (the pipeline's ``inputs`` step adds them back as missing)."""
+    from mlflow.models import ModelSignature
+    from mlflow.types import ColSpec, DataType, Schema
+
+    inputs = getattr(model, "named_steps", {}).get("inputs")
+    optional = set(getattr(inputs, "optional_", ()))
+    widened = {DataType.integer, DataType.long, DataType.float}
+    columns = [ColSpec(DataType.double if c.type in widened else c.type, c.name,
+                       required=c.name not in optional)
+               for c in signature.inputs.inputs]
+    return ModelSignature(inputs=Schema(columns), outputs=signature.outputs,
+                          params=signature.params)
 
 
 def register(model_uri: str, name: str, tags: dict[str, Any], alias: str = DEFAULT_ALIAS,

@@ -19,6 +19,7 @@ from mlflow.models import infer_signature
 
 from mlflow_agentic.engine.observer import SearchContext, SearchObserver
 from mlflow_agentic.engine.types import AttemptRecord, EngineeringRun, SolutionCandidate
+from mlflow_agentic.tracking import context as run_context
 from mlflow_agentic.tracking import models
 from mlflow_agentic.trainers.registry import get_trainer
 
@@ -70,6 +71,8 @@ class MlflowTracker(SearchObserver):
         self.llm_exchanges: list = []
         self._llm_pending: dict[str, float] = {}
         self._llm_trace_ids: list[str] = []
+        self.search_id = run_context.new_search_id()
+        self._context_token = None
 
     # ---- search -----------------------------------------------------------------------------
     def on_search_start(self, context: SearchContext) -> None:
@@ -81,13 +84,18 @@ class MlflowTracker(SearchObserver):
         self._client = mlflow.MlflowClient()
         self._choose_experiment(ds)
         name = self.run_name or f"{ds.name}-{context.proposer_name}"
+        # runs started from here on are ours: the run-context provider plugin tags them
+        self._context_token = run_context.begin(search_id=self.search_id,
+                                                proposer=context.proposer_name,
+                                                dataset=ds.name)
         run = mlflow.start_run(run_name=name, nested=mlflow.active_run() is not None)
         self.parent_run_id = run.info.run_id
         self._experiment_id = run.info.experiment_id
         self._source_name = run.data.tags.get("mlflow.source.name", "")
         tags = {"mlflow.runName": name, "agentic.role": "search", "proposer":
                 context.proposer_name, "dataset": ds.name, "task": ds.task, "target": ds.target,
-                "metric": metric.name, "status": "running", **self.tags}
+                "metric": metric.name, "status": "running", **run_context.search_tags(),
+                **self.tags}
         params = {"proposer": context.proposer_name, "metric": metric.name,
                   "direction": metric.direction, "trainers": ",".join(context.trainers),
                   "max_iterations": _or_off(context.max_iterations),
@@ -135,7 +143,8 @@ class MlflowTracker(SearchObserver):
         run = self._client.create_run(
             self._experiment_id, run_name=f"{index:02d}-{trainer}",
             tags={"mlflow.parentRunId": self.parent_run_id, "agentic.role": "attempt",
-                  "attempt.index": str(index), "mlflow.source.name": self._source_name})
+                  "attempt.index": str(index), "mlflow.source.name": self._source_name,
+                  **run_context.search_tags()})
         self._child_open = True
         self.child_run_ids[index] = run.info.run_id
 
@@ -227,7 +236,7 @@ class MlflowTracker(SearchObserver):
         if self.auto_finish:
             self.finish(run)
 
-    def finish(self, run: EngineeringRun, report=None) -> None:
+    def finish(self, run: EngineeringRun, report=None, holdout=None) -> None:
         """Record the holdout scores (if any), log and register the model, end the parent run.
 
         Registration comes last, with all the evidence, so nothing half-written is registered.
@@ -238,6 +247,8 @@ class MlflowTracker(SearchObserver):
         note = [f"### {run.summary()}", "", f"Stopped: {run.stop_reason}."]
         if report is not None:
             self._log_holdout(run, report)
+        if holdout is not None and self.log_model:  # after scoring: for the promotion gate
+            self._log_holdout_rows(holdout)
             if report.selected is not None and report.selected.error is None:
                 metrics[f"holdout_{m}"] = report.selected.holdout
                 metrics["gap"] = report.selected.gap
@@ -268,6 +279,8 @@ class MlflowTracker(SearchObserver):
         tags["mlflow.note.content"] = "\n".join(note)
         self._log_batch(self.parent_run_id, metrics, {}, tags)
         mlflow.end_run(status="FINISHED")
+        run_context.end(self._context_token)
+        self._context_token = None
 
     def _log_holdout(self, run: EngineeringRun, report) -> None:
         from mlflow_agentic.scoring.plot import plot_cv_vs_holdout
@@ -286,6 +299,16 @@ class MlflowTracker(SearchObserver):
             path = plot_cv_vs_holdout(report, run, Path(tmp) / "cv_vs_holdout.png")
             self._client.log_artifact(self.parent_run_id, str(path))
 
+    def _log_holdout_rows(self, holdout) -> None:
+        """The sealed rows as read (post-outcome columns blanked), for the promotion gate."""
+        from mlflow_agentic.tracking.promotion import HOLDOUT_ARTIFACT
+
+        folder, name = HOLDOUT_ARTIFACT.rsplit("/", 1)
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / name
+            holdout.dataset.frame.to_csv(path, index=False)
+            self._client.log_artifact(self.parent_run_id, str(path), folder)
+
     def on_search_error(self, error: BaseException) -> None:
         status = "KILLED" if isinstance(error, KeyboardInterrupt) else "FAILED"
         if self._child_open:
@@ -295,6 +318,8 @@ class MlflowTracker(SearchObserver):
             self._log_batch(self.parent_run_id, {}, {},
                             {"status": status.lower(), "error": f"{type(error).__name__}: {error}"})
             mlflow.end_run(status=status)
+        run_context.end(self._context_token)
+        self._context_token = None
 
     # ---- helpers ----------------------------------------------------------------------------
     def _choose_experiment(self, ds) -> None:
@@ -336,7 +361,9 @@ class MlflowTracker(SearchObserver):
             "verdict": best.verdict.reason, "trainer": best.candidate.trainer,
             "run_id": self.child_run_ids.get(best.index, ""), "search_run_id": self.parent_run_id,
             "proposer": ctx.proposer_name, "dataset": ctx.dataset.name,
-            "cv_scheme": ctx.cv_scheme,
+            "cv_scheme": ctx.cv_scheme, "verdict.status": best.status,
+            "quarantined": str(best.verdict.quarantined).lower(),
+            "target": ctx.dataset.target, "task": ctx.dataset.task,
         }
         if report is not None and report.selected is not None and report.selected.error is None:
             evidence.update({f"holdout_{run.metric}": f"{report.selected.holdout:.6f}",

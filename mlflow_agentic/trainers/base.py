@@ -71,8 +71,12 @@ class Trainer:
 
     def pipeline(self, dataset, params: Mapping[str, Any] | None = None,
                  random_state: int = 0) -> Pipeline:
-        """Unfitted ``Pipeline(preprocess, model)`` for this dataset."""
+        """Unfitted ``Pipeline(inputs, preprocess, model)`` for this dataset: ``inputs`` checks
+        the raw columns (optional ones may be absent), ``preprocess`` types and encodes them."""
+        from mlflow_agentic.trainers.transforms import InputColumns
+
         resolved = self.resolve_params(dataset, params)
         model = self.build_model(dataset.task, resolved, random_state)
-        return Pipeline([("preprocess", build_preprocessor(dataset, self.preprocessing)),
+        return Pipeline([("inputs", InputColumns()),
+                         ("preprocess", build_preprocessor(dataset, self.preprocessing)),
                          ("model", model)])

@@ -5,6 +5,7 @@ A broken entry point warns and is skipped; it never breaks the search.
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from collections.abc import Iterable
 from importlib.metadata import entry_points
@@ -28,7 +29,8 @@ def _load_entry_points() -> list[Trainer]:
             for item in items:
                 if not isinstance(item, Trainer):
                     raise TypeError(f"expected a Trainer, got {type(item).__name__}")
-                found.append(item)
+                package = ep.dist.name if ep.dist is not None else ep.value
+                found.append(dataclasses.replace(item, source=package))
         except Exception as exc:  # a plugin must never break the search
             warnings.warn(f"skipping trainer entry point {ep.name!r} ({ep.value}): {exc}",
                           stacklevel=2)

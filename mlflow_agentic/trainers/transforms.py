@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin, clone
 from sklearn.preprocessing import LabelEncoder
 
 MISSING_CATEGORY = "__missing__"
@@ -48,6 +48,48 @@ def to_datetime_features(X):
 def datetime_feature_names(transformer, input_features):
     return np.array([f"{c}__{p}" for c in input_features for p in ("days", "month", "dayofweek")],
                     dtype=object)
+
+
+def _sometimes_missing(series: pd.Series) -> bool:
+    if series.isna().any():
+        return True
+    if series.dtype == object or pd.api.types.is_string_dtype(series):
+        return bool(series.astype("object").map(
+            lambda v: isinstance(v, str) and not v.strip()).any())
+    return False
+
+
+class InputColumns(TransformerMixin, BaseEstimator):
+    """The raw columns a model was trained on, first step of every pipeline.
+
+    A column that was sometimes missing in the training rows is *optional* when predicting: if a
+    request lacks it, it is added as all-missing and the imputers handle it as in training. A
+    column never missing in training is *required*: its absence is a clear error, not a guess.
+    Extra columns are ignored.
+    """
+
+    def fit(self, X, y=None):
+        frame = pd.DataFrame(X)
+        self.columns_ = [str(c) for c in frame.columns]
+        self.optional_ = [str(c) for c in frame.columns if _sometimes_missing(frame[c])]
+        self.n_features_in_ = len(self.columns_)
+        return self
+
+    def transform(self, X):
+        frame = pd.DataFrame(X)
+        absent = [c for c in self.columns_ if c not in frame.columns]
+        required = [c for c in absent if c not in self.optional_]
+        if required:
+            needed = [c for c in self.columns_ if c not in self.optional_]
+            raise ValueError(f"missing required input column(s): {', '.join(required)}. "
+                             f"Required: {', '.join(needed)}; optional: "
+                             f"{', '.join(self.optional_) or 'none'}")
+        if absent:
+            frame = frame.assign(**{c: np.nan for c in absent})
+        return frame[self.columns_]
+
+    def get_feature_names_out(self, input_features=None):
+        return np.array(self.columns_, dtype=object)
 
 
 class EncodedLabelClassifier(ClassifierMixin, BaseEstimator):

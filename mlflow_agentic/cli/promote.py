@@ -1,0 +1,63 @@
+"""``mlflow-agentic promote``: move ``@champion`` to the challenger only if its evidence holds."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from mlflow_agentic.cli.options import blank_to_none, exit_on_user_error, optional_float
+
+EXIT_REFUSED = 1
+
+
+@click.command("promote")
+@click.option("--model", "model", required=True, help="Registered model name.")
+@click.option("--from", "from_alias", default="challenger", show_default=True,
+              help="Alias of the version to promote.")
+@click.option("--to", "to_alias", default="champion", show_default=True,
+              help="Alias to move to it when the gate passes.")
+@click.option("--data", callback=blank_to_none, type=click.Path(),
+              help="Evaluation data for both models (default: the holdout recorded with the "
+                   "challenger's search).")
+@click.option("--max-gap", default="0.05", callback=optional_float, show_default=True,
+              help="Largest CV-minus-holdout gap accepted (absolute for AUC/accuracy/F1/R2, "
+                   "relative for RMSE/MAE/log loss).")
+@click.option("--tracking-uri", callback=blank_to_none,
+              help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI or sqlite:///mlflow.db).")
+def promote_command(model, from_alias, to_alias, data, max_gap, tracking_uri) -> None:
+    """Promote MODEL@challenger to @champion if it is verified, not quarantined, its gap is
+    within --max-gap, and it beats the current champion on the same evaluation data. Either
+    way the decision, both scores and the data digest are recorded as model-version tags.
+    Exit 0: promoted; 1: refused; 2: bad input."""
+    result = {}
+
+    def work() -> None:
+        import mlflow
+
+        from mlflow_agentic.tracking.promotion import promote
+
+        if tracking_uri:
+            mlflow.set_tracking_uri(tracking_uri)
+        result["outcome"] = promote(model, from_alias=from_alias, to_alias=to_alias,
+                                    data=data, max_gap=max_gap)
+
+    exit_on_user_error(work)
+    outcome = result["outcome"]
+    d = outcome.decision
+    champion = (f"v{outcome.champion_version} {d.champion_score:.4f}"
+                if d.champion_score is not None and outcome.champion_version else "none")
+    click.echo(f"evaluation data: {outcome.data} ({outcome.data_rows} rows, digest "
+               f"{outcome.data_digest})")
+    click.echo(f"{d.metric}: challenger v{outcome.challenger_version} "
+               f"{d.challenger_score:.4f}; champion {champion}")
+    if d.promoted:
+        click.secho(f"promoted: models:/{model}@{outcome.target_alias} -> version "
+                    f"{outcome.challenger_version}", fg="green")
+        for reason in d.reasons:
+            click.echo(f"  - {reason}")
+        return
+    click.secho(f"refused: @{outcome.target_alias} unchanged", fg="red", err=True)
+    for reason in d.reasons:
+        click.echo(f"  - {reason}", err=True)
+    sys.exit(EXIT_REFUSED)

@@ -1,0 +1,141 @@
+"""The promotion gate's MLflow side: read the challenger's evidence from its model-version tags,
+score challenger and champion on the same evaluation data (the holdout recorded with the
+challenger's search, or a file), move the alias only if the decision says so, and record the
+decision, both scores and the data digest as model-version tags either way."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass
+
+import mlflow
+import pandas as pd
+from mlflow.exceptions import MlflowException
+
+from mlflow_agentic.errors import UserInputError
+from mlflow_agentic.scoring.external import evaluate_predictions
+from mlflow_agentic.scoring.promotion import DEFAULT_MAX_GAP, Decision, decide
+from mlflow_agentic.tracking.evaluation import model_outputs
+
+HOLDOUT_ARTIFACT = "evaluation/holdout.csv"
+
+
+@dataclass
+class Promotion:
+    model: str
+    challenger_version: str
+    champion_version: str | None
+    decision: Decision
+    data: str
+    data_digest: str
+    data_rows: int
+    target_alias: str
+
+
+def promote(model: str, *, from_alias: str = "challenger", to_alias: str = "champion",
+            data: str | None = None, max_gap: float = DEFAULT_MAX_GAP) -> Promotion:
+    client = mlflow.MlflowClient()
+    challenger = _version_by_alias(client, model, from_alias, required=True)
+    champion = _version_by_alias(client, model, to_alias, required=False)
+    tags = dict(challenger.tags)
+    frame_source, path = _evaluation_data(tags, data)
+    from mlflow_agentic.data import Dataset
+
+    dataset = Dataset.from_path(path, tags.get("target") or None)
+    task = tags.get("task") or dataset.task
+    model_type = "regressor" if task == "regression" else "classifier"
+    metric = tags.get("metric") or None
+    mine = _score(model, challenger.version, dataset, model_type, metric)
+    metric = mine.metric
+    if champion is not None and champion.version == challenger.version:
+        decision = Decision(False, [f"version {challenger.version} is already @{to_alias}"],
+                            metric, mine.score, mine.score)
+    else:
+        theirs = (None if champion is None else
+                  _score(model, champion.version, dataset, model_type, metric).score)
+        decision = decide(tags, metric=metric, challenger_score=mine.score,
+                          challenger_beats_baseline=mine.verdict.valid,
+                          baseline_reason=mine.verdict.reason, champion_score=theirs,
+                          max_gap=max_gap)
+    outcome = Promotion(model, str(challenger.version),
+                        None if champion is None else str(champion.version), decision,
+                        frame_source, _digest(dataset.frame), dataset.n_rows, to_alias)
+    _record(client, outcome, mine.baseline)
+    if decision.promoted:
+        client.set_registered_model_alias(model, to_alias, challenger.version)
+    return outcome
+
+
+def _version_by_alias(client, model: str, alias: str, *, required: bool):
+    try:
+        return client.get_model_version_by_alias(model, alias)
+    except MlflowException as exc:
+        if not required:
+            return None
+        try:
+            client.get_registered_model(model)
+        except MlflowException:
+            names = [m.name for m in client.search_registered_models(max_results=50)]
+            raise UserInputError(f"no registered model named {model!r}; registered: "
+                                 f"{', '.join(names) or 'none'}") from exc
+        raise UserInputError(f"model {model!r} has no version with alias @{alias}; register "
+                             f"one with mlflow-agentic run, or pass --from ALIAS") from exc
+
+
+def _evaluation_data(tags: dict, data: str | None) -> tuple[str, str]:
+    """(description, local path) of the rows both models are scored on."""
+    if data:
+        return f"file {data}", data
+    run_id = tags.get("search_run_id")
+    if not run_id:
+        raise UserInputError("this version records no search run (no search_run_id tag), so "
+                             "there is no recorded holdout to evaluate on: pass --data PATH")
+    try:
+        path = mlflow.artifacts.download_artifacts(run_id=run_id,
+                                                   artifact_path=HOLDOUT_ARTIFACT)
+    except (MlflowException, OSError) as exc:
+        raise UserInputError(f"search run {run_id} has no {HOLDOUT_ARTIFACT}: pass --data "
+                             f"PATH ({exc})") from exc
+    return f"holdout of search run {run_id}", path
+
+
+def _score(model: str, version, dataset, model_type: str, metric: str | None):
+    """Version ``version`` judged on ``dataset``: it gets the columns its signature names."""
+    loaded = mlflow.pyfunc.load_model(f"models:/{model}/{version}")
+    schema = loaded.metadata.get_input_schema()
+    X = dataset.X
+    if schema is not None and schema.has_input_names():
+        wanted = [c for c in schema.input_names() if c in X.columns]
+        X = X[wanted]
+    try:
+        y_pred, proba, classes = model_outputs(loaded, X, model_type)
+    except Exception as exc:
+        raise UserInputError(f"version {version} of {model!r} cannot score the evaluation "
+                             f"data: {type(exc).__name__}: {exc}") from exc
+    return evaluate_predictions(X, dataset.y, model_type=model_type, y_pred=y_pred,
+                                proba=proba, classes=classes, metric=metric)
+
+
+def _digest(frame: pd.DataFrame) -> str:
+    hashed = pd.util.hash_pandas_object(frame, index=False).to_numpy()
+    return hashlib.sha256(hashed.tobytes()).hexdigest()[:16]
+
+
+def _record(client, outcome: Promotion, baseline: float) -> None:
+    d = outcome.decision
+    tags = {"promotion.decision": "promoted" if d.promoted else "refused",
+            "promotion.reason": "; ".join(d.reasons)[:5000],
+            "promotion.target_alias": outcome.target_alias,
+            "promotion.metric": d.metric,
+            "promotion.challenger_score": f"{d.challenger_score:.6f}",
+            "promotion.champion_score": ("none" if d.champion_score is None
+                                         else f"{d.champion_score:.6f}"),
+            "promotion.champion_version": outcome.champion_version or "none",
+            "promotion.baseline_score": f"{baseline:.6f}",
+            "promotion.data": outcome.data,
+            "promotion.data_digest": outcome.data_digest,
+            "promotion.data_rows": str(outcome.data_rows),
+            "promotion.at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    for key, value in tags.items():
+        client.set_model_version_tag(outcome.model, outcome.challenger_version, key, value)

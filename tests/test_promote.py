@@ -1,0 +1,158 @@
+"""The promotion gate on a real sqlite registry: what should pass passes, what should be refused
+(worse on the evaluation data, quarantined, unverified, flattered by CV) is refused, and every
+decision is recorded on the model version."""
+
+from __future__ import annotations
+
+import mlflow
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from mlflow_agentic.cli import main
+from mlflow_agentic.data import Dataset
+from tests.conftest import CHURN, registered_search
+
+NAME = "churn-gate"
+
+
+@pytest.fixture(scope="module")
+def gate(tmp_path_factory, churn_frame):
+    """A weak and a strong search on the same 800 churn rows, and 1,000 other churn rows as
+    independent evaluation data."""
+    root = tmp_path_factory.mktemp("gate")
+    uri = f"sqlite:///{root / 'mlflow.db'}"
+    weak = registered_search(uri, Dataset.from_frame(
+        churn_frame[["gender", "MonthlyCharges", "Churn"]], name="churn"), NAME, ["linear"])
+    strong = registered_search(uri, Dataset.from_frame(churn_frame, name="churn"), NAME,
+                               ["linear", "hist_gradient_boosting"])
+    full = pd.read_csv(CHURN)
+    others = full[~full["customerID"].isin(churn_frame["customerID"])].sample(
+        1000, random_state=1)
+    data = root / "fresh_rows.csv"
+    others.to_csv(data, index=False)
+    return {"uri": uri, "weak": weak, "strong": strong, "data": str(data),
+            "client": mlflow.MlflowClient(tracking_uri=uri, registry_uri=uri)}
+
+
+def promote(gate, *args):
+    previous = mlflow.get_tracking_uri()
+    try:
+        return CliRunner().invoke(main, ["promote", "--model", NAME, "--tracking-uri",
+                                         gate["uri"], *args], catch_exceptions=False)
+    finally:
+        mlflow.set_tracking_uri(previous)
+
+
+def alias(gate, name):
+    return str(gate["client"].get_model_version_by_alias(NAME, name).version)
+
+
+def tags(gate, version):
+    return gate["client"].get_model_version(NAME, str(version)).tags
+
+
+def as_challenger(gate, version, **changed_tags):
+    """A new version of ``version``'s model with edited evidence (as if registered by hand)."""
+    client = gate["client"]
+    source = client.get_model_version(NAME, str(version))
+    previous = mlflow.get_tracking_uri()
+    mlflow.set_tracking_uri(gate["uri"])  # the registry resolves models:/m-... globally
+    try:
+        new = client.create_model_version(NAME, source.source, run_id=source.run_id,
+                                          tags={**source.tags, **changed_tags})
+    finally:
+        mlflow.set_tracking_uri(previous)
+    for key in [k for k in source.tags if k.startswith("promotion.")]:
+        client.delete_model_version_tag(NAME, new.version, key)
+    client.set_registered_model_alias(NAME, "challenger", new.version)
+    return str(new.version)
+
+
+def test_gate_sequence(gate):
+    """One registry, in order: first champion, a better challenger, a worse one."""
+    # v1 (weak) is @challenger after the first search, v2 (strong) after the second
+    assert alias(gate, "challenger") == "2"
+    gate["client"].set_registered_model_alias(NAME, "challenger", "1")
+
+    first = promote(gate)  # no champion yet: evidence and the baseline decide
+    assert first.exit_code == 0, first.output
+    assert alias(gate, "champion") == "1"
+    t = tags(gate, 1)
+    assert t["promotion.decision"] == "promoted" and t["promotion.champion_score"] == "none"
+    assert t["promotion.data"].startswith("holdout of search run ")
+    assert t["promotion.data_rows"] == str(gate["weak"].result.holdout.n_rows)
+
+    gate["client"].set_registered_model_alias(NAME, "challenger", "2")
+    better = promote(gate, "--data", gate["data"])
+    assert better.exit_code == 0, better.output
+    assert alias(gate, "champion") == "2"
+    t = tags(gate, 2)
+    assert float(t["promotion.challenger_score"]) > float(t["promotion.champion_score"]) + 0.05
+    assert t["promotion.champion_version"] == "1" and t["promotion.data_rows"] == "1000"
+
+    worse = as_challenger(gate, 1)
+    refused = promote(gate, "--data", gate["data"])
+    assert refused.exit_code == 1
+    assert "does not beat the champion" in refused.output
+    assert alias(gate, "champion") == "2"  # unchanged
+    t = tags(gate, worse)
+    assert t["promotion.decision"] == "refused" and t["promotion.champion_version"] == "2"
+    assert float(t["promotion.challenger_score"]) < float(t["promotion.champion_score"])
+    assert t["promotion.data_digest"] == tags(gate, 2)["promotion.data_digest"]  # same rows
+
+    again = promote(gate, "--from", "champion")
+    assert again.exit_code == 1 and "already @champion" in again.output
+
+
+@pytest.mark.parametrize("evidence, message", [
+    ({"verdict.status": "quarantined", "quarantined": "true"}, "quarantined"),
+    ({"verdict.status": "rejected"}, "not verified by its search"),
+    ({"gap": "0.20"}, "gap +0.2000 exceeds 0.0500"),
+])
+def test_broken_evidence_is_refused_even_when_better(gate, evidence, message):
+    champion = alias(gate, "champion") if _has(gate, "champion") else None
+    version = as_challenger(gate, 2, **evidence)
+    result = promote(gate, "--data", gate["data"])
+    assert result.exit_code == 1, result.output
+    assert message in result.output
+    assert tags(gate, version)["promotion.decision"] == "refused"
+    assert (alias(gate, "champion") if champion else None) == champion
+
+
+def test_a_model_without_evidence_is_refused(gate, churn_frame):
+    """A plain scikit-learn model registered by hand: no verdict, no holdout evidence."""
+    from sklearn.linear_model import LogisticRegression
+
+    X = churn_frame[["tenure", "MonthlyCharges"]]
+    model = LogisticRegression().fit(X, churn_frame["Churn"])
+    mlflow.set_tracking_uri(gate["uri"])
+    try:
+        with mlflow.start_run():
+            info = mlflow.sklearn.log_model(model, name="model", input_example=X.head(3))
+        mv = mlflow.register_model(info.model_uri, NAME)
+        gate["client"].set_registered_model_alias(NAME, "challenger", mv.version)
+    finally:
+        mlflow.set_tracking_uri(None)
+    no_data = promote(gate)
+    assert no_data.exit_code == 2 and "pass --data PATH" in no_data.output
+    result = promote(gate, "--data", gate["data"])
+    assert result.exit_code == 1
+    assert "no verification evidence" in result.output
+    assert tags(gate, mv.version)["promotion.decision"] == "refused"
+
+
+def test_unknown_model_or_alias_is_a_clear_error(gate):
+    result = CliRunner().invoke(main, ["promote", "--model", "nope", "--tracking-uri",
+                                       gate["uri"]])
+    assert result.exit_code == 2 and "no registered model named 'nope'" in result.output
+    result = promote(gate, "--from", "staging")
+    assert result.exit_code == 2 and "no version with alias @staging" in result.output
+
+
+def _has(gate, name):
+    try:
+        gate["client"].get_model_version_by_alias(NAME, name)
+        return True
+    except mlflow.exceptions.MlflowException:
+        return False
