@@ -33,7 +33,11 @@ def promote_command(model, from_alias, to_alias, data, max_gap, tracking_uri) ->
     result = {}
 
     def work() -> None:
+        import os
+
         import mlflow
+
+        os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
 
         from mlflow_agentic.tracking.promotion import promote
 

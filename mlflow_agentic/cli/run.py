@@ -131,7 +131,9 @@ def _run(*, data, target, proposer, trainers, max_iterations, patience, cv, metr
     if tracker.model_version is not None:
         mv = tracker.model_version
         click.echo(f"registered: models:/{mv.name}@{tracker.alias} (version {mv.version})")
-        click.echo(f"serve it:   mlflow models serve -m models:/{mv.name}@{tracker.alias} "
+        click.echo(f"promote it: mlflow-agentic promote --model {mv.name}   (gate to "
+                   "@champion)")
+        click.echo(f"serve it:   mlflow models serve -m models:/{mv.name}@champion "
                    "--env-manager local -p 5001")
     elif result.best_candidate is None:
         click.secho("nothing verified: no candidate beat the trivial baseline, so nothing was "
