@@ -22,6 +22,7 @@ from tests.conftest import scripted_frame
 def evaluate_plain_model(frame: pd.DataFrame):
     """Log a scikit-learn model with plain MLflow, then evaluate it with evaluators=["agentic"]."""
     X, y = frame.drop(columns=["target"]), frame["target"]
+    mlflow.set_experiment("plain-models")  # this store's, not one left over by another test
     with mlflow.start_run() as run:
         info = mlflow.sklearn.log_model(LogisticRegression().fit(X, y), name="model",
                                         input_example=X.head(3))
@@ -68,6 +69,7 @@ def test_run_context_tags_our_runs_and_nothing_else(tracking_uri):
     from mlflow_agentic import __version__
     from mlflow_agentic.tracking import context
 
+    mlflow.set_experiment("plain-runs")
     with mlflow.start_run() as plain:
         pass
     token = context.begin(search_id="abc123", proposer="optuna")

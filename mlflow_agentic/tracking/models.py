@@ -72,27 +72,34 @@ def log_model(model, dataset, requirements: tuple[str, ...] = (), name: str = "m
     X = schema_sample(dataset.X)  # raw columns as in the file: the pipeline does the rest
     with _pickle_transforms_by_value(), _quiet_cloudpickle_warning(), warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Hint: Inferred schema contains integer")
-        signature = serving_signature(infer_signature(X, model.predict(X)), model)
+        signature = serving_signature(infer_signature(X, model.predict(X)), model, dataset)
         return mlflow.sklearn.log_model(
             model, name=name, signature=signature, input_example=X.head(5),
             serialization_format="cloudpickle", pip_requirements=pinned_requirements(requirements),
         )
 
 
-def serving_signature(signature, model):
-    """What the served model accepts: the raw file columns, integer columns as doubles (so a
-    missing value is not refused as int64 -> float64), and the columns the model saw missing in
-    training marked optional (the pipeline's ``inputs`` step adds them back as missing)."""
+def serving_signature(signature, model, dataset=None):
+    """What the served model accepts: the raw file columns; numeric columns (and any column not
+    plain text) typed ``Any``, because the pipeline coerces them itself: int64, floats with
+    missing values and numbers stored as text all pass, whether the caller is a REST request or
+    ``pyfunc.predict(pd.read_csv(...))``. Columns the model saw missing in training are optional
+    (the pipeline's ``inputs`` step adds them back as missing); the others are required."""
     from mlflow.models import ModelSignature
     from mlflow.types import ColSpec, DataType, Schema
+    from mlflow.types.schema import AnyType
 
     inputs = getattr(model, "named_steps", {}).get("inputs")
     optional = set(getattr(inputs, "optional_", ()))
-    widened = {DataType.integer, DataType.long, DataType.float}
-    columns = [ColSpec(DataType.double if c.type in widened else c.type, c.name,
-                       required=c.name not in optional)
-               for c in signature.inputs.inputs]
-    return ModelSignature(inputs=Schema(columns), outputs=signature.outputs,
+    columns = getattr(dataset, "columns", {}) or {}
+
+    def loose(spec) -> bool:
+        kind = getattr(columns.get(spec.name), "kind", None)
+        return kind == "numeric" or spec.type != DataType.string
+
+    specs = [ColSpec(AnyType() if loose(c) else c.type, c.name, required=c.name not in optional)
+             for c in signature.inputs.inputs]
+    return ModelSignature(inputs=Schema(specs), outputs=signature.outputs,
                           params=signature.params)
 
 

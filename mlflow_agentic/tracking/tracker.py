@@ -245,10 +245,10 @@ class MlflowTracker(SearchObserver):
         metrics: dict[str, float] = {}
         tags: dict[str, str] = {"status": "finished"}
         note = [f"### {run.summary()}", "", f"Stopped: {run.stop_reason}."]
-        if report is not None:
-            self._log_holdout(run, report)
         if holdout is not None and self.log_model:  # after scoring: for the promotion gate
             self._log_holdout_rows(holdout)
+        if report is not None:
+            self._log_holdout(run, report)
             if report.selected is not None and report.selected.error is None:
                 metrics[f"holdout_{m}"] = report.selected.holdout
                 metrics["gap"] = report.selected.gap
