@@ -32,6 +32,9 @@ class LLMConfig:
     timeout: float = 60.0
     max_attempts: int = 4
     backoff: float = 0.5
+    max_tokens: int = 600
+    """A proposal is a small JSON object; the cap stops a local model that never closes it from
+    generating until the context is full (and the server from working on after a timeout)."""
     seed: int | None = None
     """Sent with each request: servers that honour it (llama.cpp, vLLM, OpenAI best-effort)
     sample reproducibly."""
@@ -43,7 +46,7 @@ class LLMConfig:
             base_url=self.base_url or os.environ.get("OPENAI_BASE_URL"),
             api_key=self.api_key or os.environ.get("OPENAI_API_KEY") or "not-needed",
             timeout=self.timeout, max_attempts=self.max_attempts, backoff=self.backoff,
-            seed=self.seed)
+            max_tokens=self.max_tokens, seed=self.seed)
 
 
 @dataclass
@@ -103,7 +106,8 @@ class LLMClient:
             try:
                 response = self.client.chat.completions.create(
                     model=self.config.model, messages=messages, temperature=0.2,
-                    **self._format(schema, name), **self._seed())
+                    max_tokens=self.config.max_tokens, **self._format(schema, name),
+                    **self._seed())
             except openai.APIStatusError as exc:
                 errors.append(f"{self.mode}: HTTP {exc.status_code}")
                 if self._downgrade(exc):

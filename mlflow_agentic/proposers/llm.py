@@ -64,7 +64,7 @@ class LLMProposer:
         from mlflow_agentic.llm.pricing import price_table
 
         self.llm = client or LLMClient(LLMConfig(model, base_url, api_key, timeout,
-                                                 max_attempts, backoff, seed))
+                                                 max_attempts, backoff, seed=seed))
         self.max_cost_usd = max_cost_usd
         self.prices = price_table(prices)
         self.context = None
