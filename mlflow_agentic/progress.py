@@ -12,6 +12,18 @@ from mlflow_agentic.engine.types import AttemptRecord, EngineeringRun, SolutionC
 STYLE = {"verified": "green", "rejected": "yellow", "failed": "red", "quarantined": "magenta"}
 
 
+def _attempt_bar(console: Console) -> Progress:
+    """A transient bar counting attempts, with the elapsed time."""
+    return Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+                    TextColumn("{task.completed} attempts"), TimeElapsedColumn(),
+                    console=console, transient=True)
+
+
+def _stop_bar(progress: Progress | None) -> None:
+    if progress is not None:
+        progress.stop()
+
+
 class RichProgress(SearchObserver):
     """Shows each attempt as it finishes and the leaderboard at the end."""
 
@@ -31,9 +43,7 @@ class RichProgress(SearchObserver):
             f"{', '.join(context.trainers)}")
         if context.briefing is not None:
             self._print_briefing(context.briefing)
-        self._progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
-                                  TextColumn("{task.completed} attempts"), TimeElapsedColumn(),
-                                  console=self.console, transient=True)
+        self._progress = _attempt_bar(self.console)
         self._progress.start()
         self._task = self._progress.add_task("seeding", total=None)
 
@@ -75,9 +85,7 @@ class RichProgress(SearchObserver):
         self._stop()
 
     def _stop(self) -> None:
-        if self._progress is not None:
-            self._progress.stop()
-            self._progress = None
+        self._progress = _stop_bar(self._progress)
 
 
 class ArmProgress(SearchObserver):
@@ -93,9 +101,7 @@ class ArmProgress(SearchObserver):
 
     def on_search_start(self, context: SearchContext) -> None:
         self._best, self._name = None, f"{context.proposer_name} s{context.random_state}"
-        self._progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
-                                  TextColumn("{task.completed} attempts"), TimeElapsedColumn(),
-                                  console=self.console, transient=True)
+        self._progress = _attempt_bar(self.console)
         self._progress.start()
         self._task = self._progress.add_task(self._name, total=self.total)
 
@@ -113,6 +119,4 @@ class ArmProgress(SearchObserver):
         self._stop()
 
     def _stop(self) -> None:
-        if self._progress is not None:
-            self._progress.stop()
-            self._progress = None
+        self._progress = _stop_bar(self._progress)

@@ -83,14 +83,20 @@ BROKEN_PLUGIN = textwrap.dedent('''
 def broken_plugin_dir(tmp_path_factory) -> Path:
     """A directory holding an installed-style distribution with a ``mlflow_agentic.trainers``
     entry point; put it on sys.path or PYTHONPATH to install it."""
-    site = tmp_path_factory.mktemp("site")
-    (site / "broken_trainer_plugin.py").write_text(BROKEN_PLUGIN)
-    info = site / "broken_trainer_plugin-0.1.dist-info"
+    return fake_distribution(tmp_path_factory.mktemp("site"), "broken_trainer_plugin",
+                             BROKEN_PLUGIN,
+                             "[mlflow_agentic.trainers]\nbroken = broken_trainer_plugin:TRAINER\n")
+
+
+def fake_distribution(site: Path, module: str, source: str, entry_points: str) -> Path:
+    """An installed-style distribution (module + dist-info with entry points) in ``site``;
+    put ``site`` on sys.path or PYTHONPATH to install it."""
+    (site / f"{module}.py").write_text(source)
+    info = site / f"{module}-0.1.dist-info"
     info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-trainer-plugin\n"
-                                   "Version: 0.1\n")
-    (info / "entry_points.txt").write_text(
-        "[mlflow_agentic.trainers]\nbroken = broken_trainer_plugin:TRAINER\n")
+    name = module.replace("_", "-")
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(entry_points)
     return site
 
 

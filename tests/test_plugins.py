@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 from sklearn.linear_model import LogisticRegression
 
-from tests.conftest import scripted_frame
+from tests.conftest import fake_distribution, scripted_frame
 
 
 def evaluate_plain_model(frame: pd.DataFrame):
@@ -102,19 +102,14 @@ BROKEN = textwrap.dedent('''
 def test_a_broken_mlflow_plugin_warns_and_mlflow_still_works(tmp_path):
     site = tmp_path / "site"
     site.mkdir()
-    (site / "broken_mlflow_plugin.py").write_text(BROKEN)
-    info = site / "broken_mlflow_plugin-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-mlflow-plugin\n"
-                                   "Version: 0.1\n")
-    (info / "entry_points.txt").write_text(
-        "[mlflow.run_context_provider]\nbroken = broken_mlflow_plugin:Provider\n\n"
-        "[mlflow.model_evaluator]\nbroken = broken_mlflow_plugin:Evaluator\n\n"
-        "[mlflow_agentic.trainers]\nbroken = broken_mlflow_plugin:TRAINER\n")
+    fake_distribution(site, "broken_mlflow_plugin", BROKEN,
+                      "[mlflow.run_context_provider]\nbroken = broken_mlflow_plugin:Provider\n\n"
+                      "[mlflow.model_evaluator]\nbroken = broken_mlflow_plugin:Evaluator\n\n"
+                      "[mlflow_agentic.trainers]\nbroken = broken_mlflow_plugin:TRAINER\n")
     script = textwrap.dedent(f'''
         import mlflow, pandas as pd
         from sklearn.linear_model import LogisticRegression
-        from tests.conftest import scripted_frame
+        from tests.conftest import fake_distribution, scripted_frame
         mlflow.set_tracking_uri("sqlite:///{tmp_path / 'mlflow.db'}")
         frame = scripted_frame(300)
         X, y = frame.drop(columns=["target"]), frame["target"]

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from mlflow_agentic.compare.table import Arm
+from mlflow_agentic.scoring.plot import draw_diagonal
 
 COLOURS = {"llm": "tab:purple", "optuna": "tab:blue", "sequence": "tab:orange",
            "random": "tab:gray"}
@@ -92,12 +93,7 @@ def plot_cv_vs_holdout(arms: Sequence[Arm], path: Path) -> Path:
         chosen = [p for p in group if p[2]]
         ax.scatter([p[0] for p in chosen], [p[1] for p in chosen], s=130, facecolors="none",
                    edgecolors=colour, linewidths=1.8, marker=marker)
-    if values:
-        lo, hi = min(values), max(values)
-        pad = (hi - lo) * 0.08 or 0.01
-        ax.plot([lo - pad, hi + pad], [lo - pad, hi + pad], "k--", lw=0.8, label="CV = holdout")
-        ax.set_xlim(lo - pad, hi + pad)
-        ax.set_ylim(lo - pad, hi + pad)
+    draw_diagonal(ax, values, pad_share=0.08)
     ax.scatter([], [], s=110, facecolors="none", edgecolors="black", label="selected per seed")
     ax.set_xlabel(f"cross-validated {metric} (training rows)")
     ax.set_ylabel(f"holdout {metric} (sealed rows)")

@@ -41,8 +41,13 @@ class Holdout:
     @property
     def digest(self) -> str:
         """Identifies the holdout rows (for records), without revealing them."""
-        hashed = pd.util.hash_pandas_object(self.dataset.frame, index=False).to_numpy()
-        return hashlib.sha256(hashed.tobytes()).hexdigest()[:16]
+        return frame_digest(self.dataset.frame)
+
+
+def frame_digest(frame: pd.DataFrame) -> str:
+    """A short content hash of a frame's rows: names the data without revealing it."""
+    hashed = pd.util.hash_pandas_object(frame, index=False).to_numpy()
+    return hashlib.sha256(hashed.tobytes()).hexdigest()[:16]
 
 
 def seal_holdout(

@@ -48,11 +48,16 @@ class HoldoutReport:
                 + (" (self-deceived)" if s.self_deceived else ""))
 
 
+def gap_limit(metric_name: str, cv: float, threshold: float = SELF_DECEPTION_GAP) -> float:
+    """The largest acceptable gap: ``threshold`` for bounded metrics, a share of |CV| else."""
+    metric = METRICS.get(metric_name)
+    return threshold if metric is None or metric.bounded else threshold * abs(cv)
+
+
 def gap_of(metric_name: str, cv: float, holdout: float) -> tuple[float, bool]:
     metric = METRICS[metric_name]
     gap = cv - holdout if metric.greater_is_better else holdout - cv
-    limit = SELF_DECEPTION_GAP if metric.bounded else SELF_DECEPTION_GAP * abs(cv)
-    return float(gap), bool(gap > limit)
+    return float(gap), bool(gap > gap_limit(metric_name, cv))
 
 
 def score_on_holdout(run: EngineeringRun, train, holdout, random_state: int = 0

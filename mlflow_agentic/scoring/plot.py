@@ -23,13 +23,7 @@ def plot_cv_vs_holdout(report, run, path: Path) -> Path:
     if report.selected is not None and report.selected.error is None:
         ax.scatter([report.selected.cv], [report.selected.holdout], s=180, facecolors="none",
                    edgecolors="black", linewidths=1.5, label="selected")
-    values = [v for s in points for v in (s.cv, s.holdout)]
-    if values:
-        lo, hi = min(values), max(values)
-        pad = (hi - lo) * 0.1 or 0.01
-        ax.plot([lo - pad, hi + pad], [lo - pad, hi + pad], "k--", lw=0.8, label="CV = holdout")
-        ax.set_xlim(lo - pad, hi + pad)
-        ax.set_ylim(lo - pad, hi + pad)
+    draw_diagonal(ax, [v for s in points for v in (s.cv, s.holdout)], pad_share=0.1)
     ax.set_xlabel(f"cross-validated {report.metric} (training rows)")
     ax.set_ylabel(f"holdout {report.metric} (sealed rows)")
     ax.set_title(f"{run.dataset_name}: CV vs holdout, {len(points)} attempts")
@@ -38,3 +32,14 @@ def plot_cv_vs_holdout(report, run, path: Path) -> Path:
     fig.tight_layout()
     fig.savefig(path)
     return path
+
+
+def draw_diagonal(ax, values, pad_share: float) -> None:
+    """The CV = holdout line, with equal axes spanning ``values`` plus a margin."""
+    if not values:
+        return
+    lo, hi = min(values), max(values)
+    pad = (hi - lo) * pad_share or 0.01
+    ax.plot([lo - pad, hi + pad], [lo - pad, hi + pad], "k--", lw=0.8, label="CV = holdout")
+    ax.set_xlim(lo - pad, hi + pad)
+    ax.set_ylim(lo - pad, hi + pad)

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from mlflow_agentic.metrics import METRICS
+from mlflow_agentic.scoring.holdout import gap_limit
 
 DEFAULT_MAX_GAP = 0.05
 """Same threshold as ``self_deceived``: absolute for bounded metrics, relative otherwise."""
@@ -48,9 +49,7 @@ def evidence_problems(tags: Mapping[str, str], max_gap: float = DEFAULT_MAX_GAP)
         problems.append("no holdout evidence (no gap tag): the CV score was never checked on "
                         "sealed rows")
     else:
-        cv = _float(tags.get(f"cv_{metric}")) or 0.0
-        bounded = METRICS[metric].bounded if metric in METRICS else True
-        limit = max_gap if bounded else max_gap * abs(cv)
+        limit = gap_limit(metric, _float(tags.get(f"cv_{metric}")) or 0.0, max_gap)
         if gap > limit:
             problems.append(f"gap {gap:+.4f} exceeds {limit:.4f}: cross-validation flattered "
                             "it on its own holdout")

@@ -5,14 +5,13 @@ decision, both scores and the data digest as model-version tags either way."""
 
 from __future__ import annotations
 
-import hashlib
 import time
 from dataclasses import dataclass
 
 import mlflow
-import pandas as pd
 from mlflow.exceptions import MlflowException
 
+from mlflow_agentic.data.split import frame_digest
 from mlflow_agentic.errors import UserInputError
 from mlflow_agentic.scoring.external import evaluate_predictions
 from mlflow_agentic.scoring.promotion import DEFAULT_MAX_GAP, Decision, decide
@@ -60,7 +59,7 @@ def promote(model: str, *, from_alias: str = "challenger", to_alias: str = "cham
                           max_gap=max_gap)
     outcome = Promotion(model, str(challenger.version),
                         None if champion is None else str(champion.version), decision,
-                        frame_source, _digest(dataset.frame), dataset.n_rows, to_alias)
+                        frame_source, frame_digest(dataset.frame), dataset.n_rows, to_alias)
     _record(client, outcome, mine.baseline)
     if decision.promoted:
         client.set_registered_model_alias(model, to_alias, challenger.version)
@@ -115,11 +114,6 @@ def _score(model: str, version, dataset, model_type: str, metric: str | None):
                              f"data: {type(exc).__name__}: {exc}") from exc
     return evaluate_predictions(X, dataset.y, model_type=model_type, y_pred=y_pred,
                                 proba=proba, classes=classes, metric=metric)
-
-
-def _digest(frame: pd.DataFrame) -> str:
-    hashed = pd.util.hash_pandas_object(frame, index=False).to_numpy()
-    return hashlib.sha256(hashed.tobytes()).hexdigest()[:16]
 
 
 def _record(client, outcome: Promotion, baseline: float) -> None:
