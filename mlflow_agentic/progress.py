@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -9,7 +11,8 @@ from rich.table import Table
 from mlflow_agentic.engine.observer import SearchContext, SearchObserver
 from mlflow_agentic.engine.types import AttemptRecord, EngineeringRun, SolutionCandidate
 
-STYLE = {"verified": "green", "rejected": "yellow", "failed": "red", "quarantined": "magenta"}
+STYLE = {"verified": "green", "rejected": "yellow", "failed": "red", "quarantined": "magenta",
+         "pruned": "cyan"}
 
 
 def _attempt_bar(console: Console) -> Progress:
@@ -41,6 +44,10 @@ class RichProgress(SearchObserver):
             f"metric {metric.name} ({metric.direction}), {context.n_splits}-fold CV, trivial "
             f"baseline {context.baseline_score:.4f}; proposer {context.proposer_name}; trainers "
             f"{', '.join(context.trainers)}")
+        jobs = context.settings.get("n_jobs")
+        budget = context.settings.get("budget_seconds")
+        self.console.print(f"{jobs} worker(s), single-threaded models"
+                           + (f"; time budget {budget:.0f}s for the search" if budget else ""))
         if context.briefing is not None:
             self._print_briefing(context.briefing)
         self._progress = _attempt_bar(self.console)
@@ -59,20 +66,32 @@ class RichProgress(SearchObserver):
 
     def on_attempt_start(self, index: int, candidate: SolutionCandidate, phase: str) -> None:
         trainer = getattr(candidate, "trainer", "?")
-        self._progress.update(self._task, description=f"{phase} #{index}: {trainer}")
+        self._progress.update(self._task, description=f"{phase} #{index}: {trainer}"
+                              + self._time_left())
+
+    def _time_left(self) -> str:
+        deadline = self._ctx.deadline if self._ctx is not None else None
+        if deadline is None:
+            return ""
+        return f" ({max(0.0, deadline - time.perf_counter()):.0f}s left)"
 
     def on_attempt_end(self, record: AttemptRecord) -> None:
         style = STYLE[record.status]
         score = "failed" if record.failed else f"{record.score:.4f} ±{record.score_std:.4f}"
+        if record.pruned is not None:
+            score = f"{record.score:.4f} ({len(record.fold_scores)} folds)"
         self._progress.console.print(
             f"  {record.index:>3} {record.candidate.trainer:<24} {record.metric}={score:<18} "
             f"[{style}]{record.status:<8}[/] {record.seconds:6.1f}s  "
             f"[dim]{record.verdict.reason if not record.verdict.valid else ''}[/]")
         self._progress.advance(self._task)
+        if self._ctx is not None and self._ctx.deadline is not None:
+            self._progress.update(self._task, description="searching" + self._time_left())
 
     def on_search_end(self, run: EngineeringRun) -> None:
         self._stop()
-        table = Table(title=f"leaderboard ({run.stop_reason})", show_lines=False)
+        table = Table(title=f"leaderboard ({run.stop_reason}; {run.wall_seconds:.0f}s)",
+                      show_lines=False)
         for col in ("#", "attempt", "trainer", f"cv {run.metric}", "status", "fit s"):
             table.add_column(col)
         for rank, a in enumerate(run.leaderboard()[:10], start=1):

@@ -3,6 +3,7 @@ the holdout, then register. The only place that holds both the loop and the hold
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -10,8 +11,14 @@ from mlflow_agentic.briefing import Briefing, build_briefing
 from mlflow_agentic.data.split import Holdout, seal_holdout
 from mlflow_agentic.engine import AgenticAutoML, EngineeringRun, SearchObserver
 from mlflow_agentic.proposers.base import CandidateProposer
-from mlflow_agentic.scoring import HoldoutReport, score_on_holdout
+from mlflow_agentic.scoring import HoldoutReport, HoldoutScorer, score_on_holdout
 from mlflow_agentic.verify import DeterministicVerifier
+
+FINISH_SECONDS = 4.0
+FINISH_SHARE = 0.03
+"""Kept back from a time budget for tracking after the loop: 4 s + 3% (model logging ~1.5 s,
+registration, plots, the holdout artifact; measured on 2 cores)."""
+MIN_LOOP_SECONDS = 1.0
 
 
 @dataclass
@@ -80,14 +87,36 @@ def run_search(
     keep_flagged_columns: bool = False,
     tracker=None,
     observers: Sequence[SearchObserver] = (),
+    time_budget: float | None = None,
+    started: float | None = None,
+    n_jobs: int | None = None,
+    prune: bool = True,
+    ensemble: bool = True,
 ) -> SearchResult:
     """Seal, brief, search, score, register. ``make_proposer`` is called after the holdout is
-    sealed, so no proposer ever exists while the holdout rows are in reach."""
+    sealed, so no proposer ever exists while the holdout rows are in reach.
+
+    ``time_budget`` covers the whole job from ``started`` (a ``time.perf_counter()`` value;
+    default: now): sealing, the search, the refit, holdout scoring and registration.
+    """
+    started = time.perf_counter() if started is None else started
     task = seal(dataset, split=split, cv=cv, cv_scheme=cv_scheme, random_state=random_state,
                 keep_flagged_columns=keep_flagged_columns)
     return search_sealed(task, make_proposer, verifier=verifier, max_iterations=max_iterations,
                          patience=patience, cv=cv, metric=metric, trainers=trainers,
-                         random_state=random_state, tracker=tracker, observers=observers)
+                         random_state=random_state, tracker=tracker, observers=observers,
+                         time_budget=loop_budget(time_budget, started, tracker is not None),
+                         n_jobs=n_jobs, prune=prune, ensemble=ensemble)
+
+
+def loop_budget(total: float | None, started: float, tracked: bool) -> float | None:
+    """What is left of ``total`` for the loop (refit included): the time already spent, and
+    what tracking needs after the loop (logging the model, registering, plots), kept back."""
+    if total is None:
+        return None
+    reserve = FINISH_SECONDS + FINISH_SHARE * total if tracked else 0.0
+    left = total - (time.perf_counter() - started) - reserve
+    return max(left, MIN_LOOP_SECONDS)
 
 
 def search_sealed(
@@ -105,13 +134,17 @@ def search_sealed(
     time_budget: float | None = None,
     tracker=None,
     observers: Sequence[SearchObserver] = (),
+    n_jobs: int | None = None,
+    prune: bool = True,
+    ensemble: bool = True,
 ) -> SearchResult:
     """Search the training rows of ``task``, score every attempt on its holdout, register.
 
     ``cv`` may be a fold count (the briefing's scheme) or fixed splits shared between searches.
     """
     briefing = task.briefing
-    all_observers = list(observers)
+    scorer = HoldoutScorer(task.holdout, briefing.dataset.classes)
+    all_observers = [scorer, *observers]
     if tracker is not None:
         tracker.auto_finish = False
         all_observers.insert(0, tracker)
@@ -119,10 +152,12 @@ def search_sealed(
                            patience=patience, cv=cv, metric=metric, trainers=trainers,
                            random_state=random_state, observers=all_observers,
                            cv_scheme=briefing.cv_scheme, briefing=briefing,
-                           max_attempts=max_attempts, time_budget=time_budget)
+                           max_attempts=max_attempts, time_budget=time_budget, n_jobs=n_jobs,
+                           prune=prune, ensemble=ensemble,
+                           extra_X=task.holdout.dataset.X)  # features only: labels stay here
     run = automl.solve(briefing.dataset)
     try:
-        report = score_on_holdout(run, briefing.dataset, task.holdout, random_state)
+        report = score_on_holdout(run, briefing.dataset, task.holdout, scorer)
         if tracker is not None:
             tracker.finish(run, report, task.holdout)
     except BaseException as exc:

@@ -132,7 +132,8 @@ def tracked_search(tmp_path_factory, churn_small) -> TrackedSearch:
         tracker = MlflowTracker()
         run = AgenticAutoML(OptunaProposer(seed=0), max_iterations=3, patience=5, cv=3,
                             trainers=["linear", "xgboost", "random_forest"],
-                            observers=[tracker]).solve(churn_small)
+                            observers=[tracker], prune=False, ensemble=False
+                            ).solve(churn_small)
     finally:
         mlflow.set_tracking_uri(previous)
     return TrackedSearch(uri, run, tracker, churn_small)

@@ -38,12 +38,13 @@ def test_cli_run_end_to_end_in_a_subprocess(tracking_uri, small_csv, broken_plug
          "--cv", "3", "--patience", "5"],
         capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    assert "Agentic AutoML: 3 attempts (2 verified); best=" in proc.stdout
+    # the two verified attempts, then their ensemble (a fourth, engine-made candidate)
+    assert "Agentic AutoML: 4 attempts (3 verified); best=" in proc.stdout
     assert "registered: models:/churn-agentic@challenger (version 1)" in proc.stdout
     assert "holdout (60 rows, stratified): selected" in proc.stdout
     assert "deliberately broken trainer" in proc.stderr  # the progress line shows the failure
     mv = mlflow.MlflowClient().get_model_version_by_alias("churn-agentic", "challenger")
-    assert mv.tags["trainer"] in ("linear", "hist_gradient_boosting")
+    assert mv.tags["trainer"] in ("linear", "hist_gradient_boosting", "ensemble")
 
 
 def test_candidates_file_for_the_sequence_proposer(tracking_uri, small_csv, tmp_path):

@@ -21,8 +21,9 @@ def test_churn_is_typed_like_a_person_would(churn_small):
     assert cols["TotalCharges"].missing_rate == pytest.approx(11 / 7043)
     assert cols["tenure"].kind == "numeric" and cols["Contract"].kind == "categorical"
     assert "customerID" in ds.excluded_columns and "customerID" not in ds.feature_columns
-    # the raw frame is kept as read: the model pipeline does the coercion
-    assert not pd.api.types.is_numeric_dtype(ds.X["TotalCharges"])
+    # typed once, when read: numbers stored as text are floats, blanks missing
+    assert pd.api.types.is_float_dtype(ds.X["TotalCharges"])
+    assert int(ds.X["TotalCharges"].isna().sum()) == 11
 
 
 def test_task_inference():

@@ -186,9 +186,11 @@ def test_registered_model_does_not_use_the_leak(leak_search):
         model = mlflow.sklearn.load_model("models:/leaky-churn@challenger")
     finally:
         mlflow.set_tracking_uri(None)
-    used = {c for name, step, cols in model.named_steps["preprocess"].transformers_
-            if step != "drop" for c in (cols if isinstance(cols, list) else [])}
-    assert "RefundIssued" not in used and "tenure" in used
+    pipelines = getattr(model, "estimators", [model])  # an ensemble: each member
+    for pipeline in pipelines:
+        used = {c for name, step, cols in pipeline.named_steps["preprocess"].transformers_
+                if step != "drop" for c in (cols if isinstance(cols, list) else [])}
+        assert "RefundIssued" not in used and "tenure" in used
     X = df.drop(columns=["Churn"]).head(100)
     flipped = X.assign(RefundIssued=np.where(X["RefundIssued"] == "yes", "no", "yes"))
     assert np.allclose(model.predict_proba(X), model.predict_proba(flipped))

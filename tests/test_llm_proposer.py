@@ -27,7 +27,7 @@ def search(dataset, server, script, max_iterations=1, **kw):
                            timeout=kw.pop("timeout", 5), backoff=0.01,
                            max_attempts=kw.pop("max_attempts", 3))
     run = AgenticAutoML(proposer, max_iterations=max_iterations, patience=5, cv=3,
-                        trainers=TRAINERS).solve(dataset)
+                        trainers=TRAINERS, ensemble=False).solve(dataset)
     return run, proposer
 
 
@@ -136,7 +136,7 @@ def test_cli_runs_the_llm_proposer_over_http(tracking_uri, server, tmp_path, chu
     result = CliRunner().invoke(main, [
         "run", "--data", str(path), "--proposer", "llm", "--llm-model", "scripted",
         "--llm-base-url", server.base_url, "--trainers", "linear,xgboost", "--cv", "3",
-        "--max-iterations", "2", "--quiet"], env={"OPENAI_API_KEY": "k"})
+        "--max-iterations", "2", "--no-ensemble", "--quiet"], env={"OPENAI_API_KEY": "k"})
     assert result.exit_code == 0, result.output
     assert "Agentic AutoML: 4 attempts" in result.output
     import mlflow
@@ -156,7 +156,7 @@ def tracked_llm_search(dataset, server, script, **proposer_kw):
     proposer = LLMProposer(model="gpt-4o-mini", base_url=server.base_url, api_key="k",
                            timeout=5, backoff=0.01, **proposer_kw)
     result = run_search(dataset, lambda: proposer, max_iterations=3, patience=5, cv=3,
-                        trainers=TRAINERS, tracker=tracker)
+                        trainers=TRAINERS, tracker=tracker, ensemble=False)
     return result, proposer, tracker
 
 
@@ -204,7 +204,7 @@ def test_replay_proposes_the_same_candidates_without_network(tracking_uri, churn
     recording = read_exchanges(download_run_artifact(tracker.parent_run_id,
                                                      "llm_exchanges.jsonl"))
     again = run_search(churn_small, lambda: Proposer.replay(recording), max_iterations=3,
-                       patience=5, cv=3, trainers=TRAINERS)
+                       patience=5, cv=3, trainers=TRAINERS, ensemble=False)
     seq = [(a.candidate.trainer, dict(a.params)) for a in first.run.attempts]
     assert [(a.candidate.trainer, dict(a.params)) for a in again.run.attempts] == seq
     assert len(seq) == 4  # two seeds, two proposals, then the recorded give-up

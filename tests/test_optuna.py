@@ -18,7 +18,7 @@ def sequence(run):
 def search(dataset, seed, **kw):
     proposer = OptunaProposer(seed=seed, **kw)
     run = AgenticAutoML(proposer, max_iterations=4, patience=10, cv=3, trainers=TRAINERS,
-                        random_state=seed).solve(dataset)
+                        random_state=seed, prune=False, ensemble=False).solve(dataset)
     return run, proposer
 
 
@@ -41,8 +41,8 @@ def test_same_seed_same_candidates_and_seeded_by_defaults(churn_small):
 
 def test_failures_are_told_as_fail(churn_small, broken_trainer):
     proposer = OptunaProposer(seed=0)
-    run = AgenticAutoML(proposer, max_iterations=0, cv=3, trainers=["linear", broken_trainer]
-                        ).solve(churn_small)
+    run = AgenticAutoML(proposer, max_iterations=0, cv=3, trainers=["linear", broken_trainer],
+                        ensemble=False).solve(churn_small)
     assert [a.failed for a in run.attempts] == [False, True]
     assert [t.state.name for t in proposer.study.trials] == ["COMPLETE", "FAIL"]
 
@@ -65,7 +65,8 @@ def test_random_proposer_draws_uniformly_from_the_spaces_and_is_seeded(churn_sma
     def draws(seed):
         proposer = RandomProposer(seed=seed)
         run = AgenticAutoML(proposer, max_iterations=None, patience=None, max_attempts=8, cv=3,
-                            trainers=TRAINERS, random_state=seed).solve(churn_small)
+                            trainers=TRAINERS, random_state=seed, ensemble=False
+                            ).solve(churn_small)
         return run, proposer
 
     first, proposer = draws(3)

@@ -28,6 +28,7 @@ def served_challenger(tracked_search, tmp_path):
 def test_served_predictions_equal_in_process(served_challenger, tracked_search):
     X = tracked_search.dataset.X
     rows = X.head(27).copy()
+    rows["TotalCharges"] = rows["TotalCharges"].astype(object)  # typed at read; requests send
     rows.loc[rows.index[-2:], "TotalCharges"] = " "  # Telco's blanks: text the pipeline coerces
     payload = {"dataframe_split": rows.astype(object).where(rows.notna(), None)
                .to_dict(orient="split")}

@@ -114,7 +114,7 @@ def test_nothing_verified_nothing_registered(tracking_uri, scripted_trainer):
 def test_broken_trainer_is_a_failed_child_run(tracking_uri, churn_small, broken_trainer):
     tracker = MlflowTracker(register=False)
     run = AgenticAutoML(SequenceProposer(["linear", broken_trainer, "xgboost"]), cv=3,
-                        patience=5, observers=[tracker]).solve(churn_small)
+                        patience=5, observers=[tracker], ensemble=False).solve(churn_small)
     assert [a.status for a in run.attempts] == ["verified", "failed", "verified"]
     client = mlflow.MlflowClient()
     failed = client.get_run(tracker.child_run_ids[2])
@@ -148,6 +148,7 @@ def test_interrupted_search_ends_its_runs(tracking_uri, churn_small):
 def test_optuna_runs_are_reproducible_in_the_store(tracked_search):
     t = tracked_search
     again = AgenticAutoML(OptunaProposer(seed=0), max_iterations=3, patience=5, cv=3,
-                          trainers=["linear", "xgboost", "random_forest"]).solve(t.dataset)
+                          trainers=["linear", "xgboost", "random_forest"], prune=False,
+                          ensemble=False, n_jobs=1).solve(t.dataset)
     assert [(a.candidate.trainer, dict(a.params)) for a in again.attempts] == \
         [(a.candidate.trainer, dict(a.params)) for a in t.run.attempts]

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+import time
+
 import click
 
 from mlflow_agentic.cli.options import (
@@ -25,10 +28,22 @@ from mlflow_agentic.proposers.factory import PROPOSERS, LLMOptions, build_propos
               help="Who proposes candidates.")
 @click.option("--trainers", callback=blank_to_none,
               help="Comma-separated trainers to search (default: all that fit the task).")
-@click.option("--max-iterations", type=WholeNumber(min=0), default=8, show_default=True,
-              help="Reflection rounds after the seed candidates.")
-@click.option("--patience", type=WholeNumber(min=1), default=3, show_default=True,
-              help="Stop after this many rounds without a verified improvement.")
+@click.option("--max-iterations", type=WholeNumber(min=0, allow_blank=True), default=None,
+              help="Reflection attempts after the seed candidates [default: 8; off with "
+                   "--time-budget].")
+@click.option("--patience", type=WholeNumber(min=1, allow_blank=True), default=None,
+              help="Stop after this many attempts without a verified improvement [default: 3; "
+                   "off with --time-budget].")
+@click.option("--time-budget", default=None, callback=optional_float, metavar="SECONDS",
+              help="Wall-clock budget for the whole command (search, refit, holdout, "
+                   "registration); iterations and patience are off unless given.")
+@click.option("--n-jobs", type=WholeNumber(allow_blank=True), default=None,
+              help="Worker processes for the CV folds; each model is single-threaded "
+                   "[default: the cores this process may use; -1: all].")
+@click.option("--no-ensemble", is_flag=True,
+              help="Do not try a greedy ensemble of the verified attempts at the end.")
+@click.option("--no-prune", is_flag=True,
+              help="Run every fold of every candidate (no fold-by-fold pruning).")
 @click.option("--cv", type=WholeNumber(min=2), default=5, show_default=True,
               help="Cross-validation folds.")
 @click.option("--metric", callback=blank_to_none,
@@ -61,20 +76,33 @@ from mlflow_agentic.proposers.factory import PROPOSERS, LLMOptions, build_propos
                    "llm_exchanges.jsonl path): no network.")
 @split_options
 @click.option("--quiet", is_flag=True, help="No progress display; print the summary only.")
-def run_command(data, target, proposer, trainers, max_iterations, patience, cv, metric,
-                register_name, no_register, experiment, seed, candidates, optuna_storage, margin,
-                tracking_uri, time_column, group_column, holdout_fraction, post_outcome_columns,
-                cv_scheme, keep_flagged_columns, llm_model, llm_base_url, max_cost_usd, replay,
-                quiet) -> None:
+def run_command(data, target, proposer, trainers, max_iterations, patience, time_budget, n_jobs,
+                no_ensemble, no_prune, cv, metric, register_name, no_register, experiment, seed,
+                candidates, optuna_storage, margin, tracking_uri, time_column, group_column,
+                holdout_fraction, post_outcome_columns, cv_scheme, keep_flagged_columns,
+                llm_model, llm_base_url, max_cost_usd, replay, quiet) -> None:
     """Search for a verified model on DATA and register the best in MLflow.
 
     The holdout is sealed first; the search sees only the training rows; every attempt is scored
     on the holdout at the end (CV minus holdout = the gap).
     """
+    started = time.perf_counter()
     split = split_from(time_column, group_column, holdout_fraction, post_outcome_columns)
+    if time_budget is not None and not (math.isfinite(time_budget) and time_budget > 0):
+        raise click.BadParameter(f"{time_budget!r} is not a positive number of seconds",
+                                 param_hint="'--time-budget'")
+    if n_jobs == 0:
+        raise click.BadParameter("0 workers; use 1 or more, or -1 for all cores",
+                                 param_hint="'--n-jobs'")
+    if time_budget is None:
+        max_iterations = 8 if max_iterations is None else max_iterations
+        patience = 3 if patience is None else patience
+    search = {"time_budget": time_budget, "started": started, "n_jobs": n_jobs,
+              "ensemble": not no_ensemble, "prune": not no_prune}
     exit_on_user_error(lambda: _run(
              data=data, target=target, proposer=proposer, trainers=split_list(trainers),
-             max_iterations=max_iterations, patience=patience, cv=cv, metric=metric,
+             max_iterations=max_iterations, patience=patience, search=search, cv=cv,
+             metric=metric,
              register_name=register_name, register=not no_register, experiment=experiment,
              seed=seed, candidates=candidates, optuna_storage=optuna_storage, margin=margin,
              tracking_uri=tracking_uri, split=split, cv_scheme=cv_scheme,
@@ -84,7 +112,7 @@ def run_command(data, target, proposer, trainers, max_iterations, patience, cv, 
              quiet=quiet))
 
 
-def _run(*, data, target, proposer, trainers, max_iterations, patience, cv, metric,
+def _run(*, data, target, proposer, trainers, max_iterations, patience, search, cv, metric,
          register_name, register, experiment, seed, candidates, optuna_storage, margin,
          tracking_uri, split, cv_scheme, keep_flagged_columns, llm, quiet) -> None:
     from mlflow_agentic.data import Dataset
@@ -121,12 +149,15 @@ def _run(*, data, target, proposer, trainers, max_iterations, patience, cv, metr
         split=split, verifier=DeterministicVerifier(margin), max_iterations=max_iterations,
         patience=patience, cv=cv, cv_scheme=cv_scheme, metric=metric, trainers=allowed,
         random_state=seed, keep_flagged_columns=keep_flagged_columns, tracker=tracker,
-        observers=[] if quiet else [RichProgress()])
+        observers=[] if quiet else [RichProgress()], **search)
     result = outcome.run
 
     import mlflow
 
     click.echo(outcome.summary())
+    if search["time_budget"] is not None:
+        spent = time.perf_counter() - search["started"]
+        click.echo(f"time: {spent:.1f}s of the {search['time_budget']:g}s budget")
     click.echo(f"search run: {tracker.parent_run_id} (tracking URI {mlflow.get_tracking_uri()})")
     if tracker.model_version is not None:
         mv = tracker.model_version

@@ -257,7 +257,8 @@ def _run_arm(task, name, seed, trainers, options, llm, splits, verifier, tags, o
         task, make, verifier=verifier, max_iterations=None, patience=None, cv=splits,
         metric=options.metric, trainers=trainers, random_state=seed,
         max_attempts=options.budget_attempts, time_budget=options.time_budget,
-        tracker=arm_tracker, observers=observers)
+        tracker=arm_tracker, observers=observers,
+        ensemble=False)  # judged: the proposer's own candidates, not an engine-made blend
     return arm_from_search(searched, proposer=name, seed=seed, run_id=arm_tracker.parent_run_id,
                            llm_exchanges=getattr(made[0], "exchanges", ()))
 

@@ -1,7 +1,8 @@
 """``Dataset``: a table, its target, its task and the kind of every column.
 
-The raw frame is kept as read (numbers-as-text stay text): the model pipeline does the coercion,
-so a served model accepts the rows of the training file as they are.
+Columns are typed once, when the data is read: numeric columns (numbers stored as text with
+blanks included) become floats. The model pipeline keeps its own coercion step, a no-op on typed
+frames, so a served model still accepts the rows of the training file as they are.
 """
 
 from __future__ import annotations
@@ -109,6 +110,10 @@ class Dataset:
             raise UserInputError(f"task 'regression' needs a numeric target; {target!r} is text")
 
         columns = {c: infer_column(c, df[c]) for c in df.columns if c != target}
+        for c, info in columns.items():  # typed once, here: the pipeline's coercion is a no-op
+            if info.kind == "numeric":
+                df[c] = (parse_numeric_text(df[c]) if info.numeric_text
+                         else pd.to_numeric(df[c], errors="coerce")).astype(float)
         if not any(info.is_feature for info in columns.values()):
             raise UserInputError(
                 f"no usable feature columns{where}: "

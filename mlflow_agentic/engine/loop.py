@@ -1,7 +1,10 @@
 """``AgenticAutoML``: propose -> cross-validate -> verify -> reflect -> select -> refit.
 
-The loop owns the budget (``max_iterations``, ``patience``); proposers only suggest. Every score
-it ranks is one it computed itself on fixed CV splits.
+The loop owns the budget (``max_iterations``, ``patience``, ``max_attempts``, ``time_budget``);
+proposers only suggest. Every score it ranks is one it computed itself on fixed CV splits. The
+folds of a batch of candidates run on ``n_jobs`` worker processes (``engine.parallel``); results
+are recorded in proposal order, so a seeded search gives the same leaderboard with any
+``n_jobs``. After the loop, an ensemble of the verified attempts competes as one more candidate.
 """
 
 from __future__ import annotations
@@ -12,28 +15,42 @@ import traceback
 import warnings
 from collections.abc import Iterable, Sequence
 
+import numpy as np
+
+from mlflow_agentic.engine.batch import BatchRunner, Outcome, Planned
 from mlflow_agentic.engine.cv import make_splits, resolve_scheme
+from mlflow_agentic.engine.ensemble import MAX_MEMBERS, blend, select_ensemble
 from mlflow_agentic.engine.evaluation import baseline_model, cross_validate
+from mlflow_agentic.engine.folds import FoldData
 from mlflow_agentic.engine.observer import SearchContext, SearchObserver
+from mlflow_agentic.engine.parallel import WorkerPool, resolve_n_jobs
+from mlflow_agentic.engine.refit import ENSEMBLE, refit
 from mlflow_agentic.engine.types import AttemptRecord, EngineeringRun, SolutionCandidate, Verdict
 from mlflow_agentic.errors import ProposerOutputError, UserInputError
-from mlflow_agentic.metrics import Metric, resolve_metric
+from mlflow_agentic.metrics import resolve_metric
 from mlflow_agentic.proposers.base import CandidateProposer, proposer_name
 from mlflow_agentic.trainers.registry import get_trainer, resolve_trainers
 from mlflow_agentic.verify.verifier import DeterministicVerifier
+
+ENSEMBLE_RESERVE_SECONDS = 1.0
+"""Kept back from a time budget for the ensemble selection (at most 10% of the budget), on top
+of the refit's own estimate."""
 
 
 class AgenticAutoML:
     """Search for a verified model. ``solve(dataset)`` returns an ``EngineeringRun``.
 
-    Seeds from ``proposer.propose_initial`` are all evaluated; then up to ``max_iterations``
-    reflection rounds, stopping early after ``patience`` rounds without a verified improvement.
-    A comparison gives every proposer the same budget instead: ``max_attempts`` (seeds
-    included) and/or ``time_budget`` seconds of wall time (proposal time included; checked
-    before each proposal, so the attempt under way finishes), with ``patience=None`` and
-    ``max_iterations=None`` (no early stop).
-    ``cv_scheme="auto"`` follows the data's advice (group / time / stratified K-fold).
-    ``solve`` takes training rows only: there is deliberately no way to hand it a holdout.
+    Seeds from ``proposer.propose_initial`` are all evaluated (one batch); then up to
+    ``max_iterations`` reflection attempts, in batches of the proposer's ``batch_size``
+    (default 1), stopping early after ``patience`` attempts without a verified improvement.
+    ``max_attempts`` (seeds included) and ``time_budget`` (wall seconds, the refit included: the
+    search stops early enough to refit the best in time, and cuts attempts still running when
+    the budget is spent) bound a search the same way for every proposer.
+    ``n_jobs``: worker processes (None: the cores this process may use). ``prune``: stop a
+    candidate clearly behind after its first folds. ``ensemble``: try a greedy ensemble of the
+    verified attempts as a last candidate. ``extra_X``: features (no labels) of rows every fold
+    model predicts, handed to observers' ``on_attempt_predictions`` (the holdout scorer).
+    ``solve`` takes training rows only: there is deliberately no way to hand it holdout labels.
     """
 
     def __init__(
@@ -51,6 +68,10 @@ class AgenticAutoML:
         briefing=None,
         max_attempts: int | None = None,
         time_budget: float | None = None,
+        n_jobs: int | None = None,
+        prune: bool = True,
+        ensemble: bool = True,
+        extra_X=None,
     ) -> None:
         if max_iterations is not None and max_iterations < 0:
             raise UserInputError(f"max_iterations must be >= 0, got {max_iterations}")
@@ -69,6 +90,10 @@ class AgenticAutoML:
         self.patience = None if patience is None else int(patience)
         self.max_attempts = None if max_attempts is None else int(max_attempts)
         self.time_budget = None if time_budget is None else float(time_budget)
+        self.n_jobs = resolve_n_jobs(n_jobs)
+        self.prune = prune
+        self.ensemble = ensemble
+        self.extra_X = extra_X
         self._started = 0.0
         self.cv = cv
         self.metric = metric
@@ -77,11 +102,16 @@ class AgenticAutoML:
         self.observers = list(observers)
         self.cv_scheme = cv_scheme
         self.briefing = briefing
+        self._oof: dict[int, np.ndarray] = {}
+        self._extras: dict[int, np.ndarray] = {}
+        self._refit_estimate = 0.0
+        self._best_utility: float | None = None
 
     # ---- public -----------------------------------------------------------------------------
     def solve(self, dataset) -> EngineeringRun:
         """Run the search on ``dataset`` (all of whose rows are training rows)."""
         started = self._started = time.perf_counter()
+        self._oof, self._extras, self._refit_estimate, self._best_utility = {}, {}, 0.0, None
         metric = resolve_metric(self.metric, dataset.task)
         trainers = resolve_trainers(self.trainers, dataset.task)
         scheme, why = (resolve_scheme(dataset, self.cv_scheme) if isinstance(self.cv, int)
@@ -95,13 +125,20 @@ class AgenticAutoML:
             n_splits=len(splits), max_iterations=self.max_iterations, patience=self.patience,
             random_state=self.random_state, proposer_name=proposer_name(self.proposer),
             settings={"cv_scheme_reason": why, "verifier_margin": self.verifier.margin,
+                      "n_jobs": self.n_jobs, "pruning": self._pruner_label(),
+                      "ensemble": self.ensemble, "batch_size": self._batch_size(),
                       **self._budget_settings()},
             cv_scheme=scheme, briefing=self.briefing, emit=self._emit,
+            deadline=None if self.time_budget is None else started + self.time_budget,
         )
+        pool = WorkerPool(self.n_jobs)
+        self._runner = BatchRunner(FoldData(dataset, splits, self.extra_X), pool, metric,
+                                   self._make_pruner(), self.random_state)
         self._notify("on_search_start", context)
         try:
-            run = self._search(context, splits)
+            run = self._search(context, pool)
             run.wall_seconds = time.perf_counter() - started
+            run.preprocess_seconds = self._runner.folds.preprocess_seconds
             self._notify("on_search_end", run)
         except BaseException as exc:
             self._notify_error(exc)
@@ -109,7 +146,7 @@ class AgenticAutoML:
         return run
 
     # ---- the loop ---------------------------------------------------------------------------
-    def _search(self, ctx: SearchContext, splits) -> EngineeringRun:
+    def _search(self, ctx: SearchContext, pool: WorkerPool) -> EngineeringRun:
         dataset, metric, trainers = ctx.dataset, ctx.metric, list(ctx.trainers)
         history: list[AttemptRecord] = []
         if hasattr(self.proposer, "start"):
@@ -118,13 +155,12 @@ class AgenticAutoML:
         seeds = self.proposer.propose_initial(dataset, trainers)
         if isinstance(seeds, SolutionCandidate) or seeds is None:
             seeds = [seeds] if seeds is not None else []
-        stop_reason = ""
-        for candidate in seeds:
-            stop_reason = self._budget_spent(len(history))
-            if stop_reason:
-                break
-            history.append(self._attempt(ctx, splits, len(history) + 1, candidate, "seed"))
-        best = self._best(history, metric)
+        if self.max_attempts is not None:
+            seeds = list(seeds)[: self.max_attempts]
+        stop_reason = self._budget_spent(len(history))
+        if not stop_reason:
+            self._run_batch(ctx, history, list(seeds), "seed")
+        best = self._best(history)
 
         iterations, patience_left = 0, self.patience
         while not stop_reason:
@@ -132,30 +168,27 @@ class AgenticAutoML:
                 stop_reason = f"reached max_iterations={self.max_iterations}"
                 break
             if patience_left is not None and patience_left <= 0:
-                stop_reason = (f"patience exhausted: {self.patience} rounds without a verified "
-                               "improvement")
+                stop_reason = (f"patience exhausted: {self.patience} attempts without a "
+                               "verified improvement")
                 break
             stop_reason = self._budget_spent(len(history))
             if stop_reason:
                 break
-            try:
-                candidate = self.proposer.propose_next(dataset, tuple(history), trainers)
-            except Exception as exc:  # a broken proposer ends the search, never loses attempts
-                warnings.warn(f"proposer failed, ending the search: {exc}", stacklevel=2)
-                stop_reason = f"proposer failed: {type(exc).__name__}: {exc}"
+            candidates, stop_reason = self._propose(ctx, history, iterations, patience_left)
+            if not candidates:
+                stop_reason = stop_reason or "proposer has no more candidates"
                 break
-            if candidate is None:
-                stop_reason = "proposer has no more candidates"
-                break
-            iterations += 1
-            record = self._attempt(ctx, splits, len(history) + 1, candidate, "reflect")
-            history.append(record)
-            if record.verdict.valid and (best is None or metric.better(record.score, best.score)):
-                best, patience_left = record, self.patience
-            elif patience_left is not None:
-                patience_left -= 1
+            for record in self._run_batch(ctx, history, candidates, "reflect"):
+                iterations += 1
+                if record.verdict.valid and (best is None or
+                                             metric.better(record.score, best.score)):
+                    best, patience_left = record, self.patience
+                elif patience_left is not None:
+                    patience_left -= 1
 
-        model, refit_seconds, best = self._refit(ctx, history, best)
+        if self.ensemble:
+            best = self._try_ensemble(ctx, history, best)
+        model, refit_seconds, best = refit(history, best, ctx.dataset, pool, self.random_state)
         return EngineeringRun(
             attempts=history, best_candidate=best.candidate if best else None,
             best_score=best.score if best else None, model=model, metric=metric.name,
@@ -165,77 +198,163 @@ class AgenticAutoML:
             refit_seconds=refit_seconds,
         )
 
-    def _attempt(self, ctx: SearchContext, splits, index: int, candidate, phase: str
-                 ) -> AttemptRecord:
-        metric, dataset = ctx.metric, ctx.dataset
-        name = proposer_name(self.proposer)
-        self._notify("on_attempt_start", index, candidate, phase)
-        start = time.perf_counter()
-        params: dict = {}
-        fit_seconds = 0.0
+    def _propose(self, ctx, history, iterations: int, patience_left: int | None
+                 ) -> tuple[list, str]:
+        """Up to one batch of candidates, within the iteration and attempt budgets."""
+        n = self._batch_size()
+        if self.max_iterations is not None:
+            n = min(n, self.max_iterations - iterations)
+        if self.max_attempts is not None:
+            n = min(n, self.max_attempts - len(history))
+        if patience_left is not None:  # a batch never runs past the patience
+            n = min(n, patience_left)
+        candidates: list = []
+        for _ in range(max(n, 0)):
+            try:
+                candidate = self.proposer.propose_next(ctx.dataset, tuple(history),
+                                                       list(ctx.trainers))
+            except Exception as exc:  # a broken proposer ends the search, never loses attempts
+                warnings.warn(f"proposer failed, ending the search: {exc}", stacklevel=2)
+                return candidates, f"proposer failed: {type(exc).__name__}: {exc}"
+            if candidate is None:
+                return candidates, "proposer has no more candidates" if not candidates else ""
+            candidates.append(candidate)
+        return candidates, ""
+
+    def _run_batch(self, ctx: SearchContext, history: list[AttemptRecord], candidates: list,
+                   phase: str) -> list[AttemptRecord]:
+        """Evaluate candidates together; each record is appended and announced in order."""
+        first = len(history) + 1
+        plans = []
+        for offset, candidate in enumerate(candidates):
+            self._notify("on_attempt_start", first + offset, candidate, phase)
+            plans.append(self._plan(ctx, candidate))
+        records: list[AttemptRecord] = []
+
+        def done(i: int, outcome: Outcome) -> None:
+            record = self._record(ctx, first + i, plans[i], outcome, phase)
+            history.append(record)
+            records.append(record)
+            if outcome.oof is not None and record.verdict.valid:
+                self._oof[record.index] = outcome.oof
+            if record.verdict.valid and outcome.fit_seconds:
+                self._note_refit_cost(record, outcome)
+            if hasattr(self.proposer, "observe"):
+                self.proposer.observe(record)
+            self._notify("on_attempt_end", record)
+            if outcome.extra is not None:
+                self._emit("on_attempt_predictions", record, outcome.extra)
+
+        self._runner.run(plans, self._deadline(), done)
+        return records
+
+    def _plan(self, ctx: SearchContext, candidate) -> Planned:
         try:
             candidate = _check_candidate(candidate, ctx.trainers)
             trainer = get_trainer(candidate.trainer)
-            params = trainer.resolve_params(dataset, candidate.params)
-            result = cross_validate(
-                lambda: trainer.pipeline(dataset, params, self.random_state),
-                dataset, splits, metric)
-            fit_seconds = result.fit_seconds
-            if not math.isfinite(result.mean):
-                raise FloatingPointError(
-                    f"non-finite CV score {result.mean} (folds: {list(result.fold_scores)})")
-            verdict = self.verifier.verify(result.mean, ctx.baseline_score,
-                                           greater_is_better=metric.greater_is_better,
-                                           bounded=metric.bounded, metric=metric.name)
-            record = AttemptRecord(
-                candidate=candidate, score=result.mean, verdict=verdict, index=index,
-                phase=phase, metric=metric.name, greater_is_better=metric.greater_is_better,
-                params=params, fold_scores=result.fold_scores, score_std=result.std,
-                fit_seconds=fit_seconds, seconds=time.perf_counter() - start, proposer=name,
-                elapsed=time.perf_counter() - self._started)
+            return Planned(candidate, trainer, trainer.resolve_params(ctx.dataset,
+                                                                      candidate.params))
         except Exception as exc:  # recorded as data; the search goes on
-            error = f"{type(exc).__name__}: {exc}"
             if not isinstance(candidate, SolutionCandidate):
                 candidate = SolutionCandidate(trainer=str(getattr(candidate, "trainer", "?")),
                                               params={}, rationale=repr(candidate)[:500])
-            record = AttemptRecord(
-                candidate=candidate, score=metric.worst,
-                verdict=Verdict(False, f"failed: {error}", float("nan")), index=index,
-                phase=phase, metric=metric.name, greater_is_better=metric.greater_is_better,
-                params=params, fit_seconds=fit_seconds, seconds=time.perf_counter() - start,
-                error=error, traceback=traceback.format_exc(), proposer=name,
-                elapsed=time.perf_counter() - self._started)
-        if hasattr(self.proposer, "observe"):
-            self.proposer.observe(record)
-        self._notify("on_attempt_end", record)
-        return record
+            return Planned(candidate, error=f"{type(exc).__name__}: {exc}",
+                           traceback=traceback.format_exc())
 
-    def _refit(self, ctx, history, best):
-        """Fit the best verified candidate on all rows; if that fails, the next best."""
-        ranked = sorted((a for a in history if a.verdict.valid),
-                        key=lambda a: (-a.utility, a.index))
-        for record in ranked:
-            trainer = get_trainer(record.candidate.trainer)
-            start = time.perf_counter()
-            try:
-                model = trainer.pipeline(ctx.dataset, record.params, self.random_state)
-                model.fit(ctx.dataset.X, ctx.dataset.y)
-            except Exception as exc:
-                warnings.warn(f"refit of attempt {record.index} ({record.candidate.trainer}) "
-                              f"failed: {exc}; trying the next verified attempt", stacklevel=2)
-                continue
-            return model, time.perf_counter() - start, record
-        return None, 0.0, None
+    def _record(self, ctx: SearchContext, index: int, plan: Planned, outcome: Outcome,
+                phase: str) -> AttemptRecord:
+        metric = ctx.metric
+        common = dict(candidate=plan.candidate, index=index, phase=phase, metric=metric.name,
+                      greater_is_better=metric.greater_is_better, params=plan.params,
+                      fit_seconds=outcome.fit_seconds, seconds=outcome.seconds,
+                      proposer=proposer_name(self.proposer),
+                      elapsed=time.perf_counter() - self._started)
+        scores = tuple(outcome.fold_scores)
+        mean = float(np.mean(scores)) if scores else float("nan")
+        if outcome.error is None and outcome.pruned is None and not math.isfinite(mean):
+            outcome.error = (f"FloatingPointError: non-finite CV score {mean} "
+                             f"(folds: {list(scores)})")
+        if outcome.error is not None:
+            return AttemptRecord(score=metric.worst, verdict=Verdict(
+                False, f"failed: {outcome.error}", float("nan")), error=outcome.error,
+                traceback=outcome.traceback, fold_scores=scores, **common)
+        if outcome.pruned is not None:
+            return AttemptRecord(score=mean, verdict=Verdict(False, outcome.pruned, mean),
+                                 pruned=outcome.pruned, fold_scores=scores,
+                                 score_std=float(np.std(scores)) if scores else float("nan"),
+                                 **common)
+        verdict = self.verifier.verify(mean, ctx.baseline_score,
+                                       greater_is_better=metric.greater_is_better,
+                                       bounded=metric.bounded, metric=metric.name)
+        return AttemptRecord(score=mean, verdict=verdict, fold_scores=scores,
+                             score_std=float(np.std(scores)), **common)
+
+    # ---- after the loop ---------------------------------------------------------------------
+    def _try_ensemble(self, ctx: SearchContext, history: list[AttemptRecord], best):
+        """A greedy ensemble of the best verified attempts, as one more (verified) candidate."""
+        pool = sorted((a for a in history if a.verdict.valid and not a.verdict.quarantined
+                       and a.index in self._oof), key=lambda a: (-a.utility, a.index))
+        pool = pool[:MAX_MEMBERS]
+        ds = ctx.dataset
+        choice = select_ensemble([(a.index, self._oof[a.index]) for a in pool], ds.y.to_numpy(),
+                                 self._runner.folds.splits, ctx.metric, tuple(ds.classes))
+        if choice is None:
+            return best
+        by_index = {a.index: a for a in history}
+        members = [by_index[i] for i in choice.members]
+        candidate = SolutionCandidate(
+            ENSEMBLE, {"members": list(choice.members), "weights": [round(w, 4) for w in
+                                                                    choice.weights],
+                       "trainers": [m.candidate.trainer for m in members]},
+            "greedy ensemble selection over the out-of-fold predictions of attempts "
+            + ", ".join(f"{m.index} ({m.candidate.trainer}, weight {w:.2f})"
+                        for m, w in zip(members, choice.weights, strict=True)))
+        index = len(history) + 1
+        self._notify("on_attempt_start", index, candidate, "ensemble")
+        verdict = self.verifier.verify(choice.score, ctx.baseline_score,
+                                       greater_is_better=ctx.metric.greater_is_better,
+                                       bounded=ctx.metric.bounded, metric=ctx.metric.name)
+        record = AttemptRecord(
+            candidate=candidate, score=choice.score, verdict=verdict, index=index,
+            phase="ensemble", metric=ctx.metric.name,
+            greater_is_better=ctx.metric.greater_is_better, params=dict(candidate.params),
+            fold_scores=choice.fold_scores, score_std=choice.std, proposer="engine",
+            elapsed=time.perf_counter() - self._started)
+        history.append(record)
+        self._notify("on_attempt_end", record)
+        extras = self._extras
+        if all(i in extras for i in choice.members):
+            self._emit("on_attempt_predictions", record,
+                       blend([extras[i] for i in choice.members], choice.weights))
+        if verdict.valid and (best is None or ctx.metric.better(record.score, best.score)):
+            return record
+        return best
+
+    # ---- budgets ----------------------------------------------------------------------------
+    def _note_refit_cost(self, record: AttemptRecord, outcome: Outcome) -> None:
+        """The refit of the best so far: about one fold fit on 1/(k-1) more rows."""
+        n = max(len(outcome.fold_scores), 1)
+        best = self._best_utility
+        if best is None or record.utility > best:
+            self._best_utility = record.utility
+            self._refit_estimate = outcome.fit_seconds / n * 1.3
+
+    def _deadline(self) -> float | None:
+        if self.time_budget is None:
+            return None
+        ensemble = min(ENSEMBLE_RESERVE_SECONDS, 0.1 * self.time_budget) if self.ensemble else 0.0
+        reserve = self._refit_estimate + ensemble
+        return self._started + self.time_budget - reserve
 
     def _budget_spent(self, n_attempts: int) -> str:
         """Why the shared budget stops the search now, or "" while some is left."""
         if self.max_attempts is not None and n_attempts >= self.max_attempts:
             return f"attempt budget spent: {n_attempts} of {self.max_attempts} attempts"
-        if self.time_budget is not None:
+        deadline = self._deadline()
+        if deadline is not None and time.perf_counter() >= deadline:
             elapsed = time.perf_counter() - self._started
-            if elapsed >= self.time_budget:
-                return (f"time budget spent: {elapsed:.1f}s of {self.time_budget:g}s "
-                        "(proposal time included)")
+            return (f"time budget spent: {elapsed:.1f}s of {self.time_budget:g}s "
+                    "(time for the refit kept back)")
         return ""
 
     def _budget_settings(self) -> dict:
@@ -246,20 +365,35 @@ class AgenticAutoML:
             settings["budget_seconds"] = self.time_budget
         return settings
 
-    @staticmethod
-    def _best(history: Sequence[AttemptRecord], metric: Metric) -> AttemptRecord | None:
+    def _batch_size(self) -> int:
+        return max(1, int(getattr(self.proposer, "batch_size", 1) or 1))
+
+    def _make_pruner(self):
+        if not self.prune:
+            return None
+        from mlflow_agentic.engine.pruning import FoldPruner
+
+        return FoldPruner()
+
+    def _pruner_label(self) -> str:
+        return "off" if not self.prune else "percentile 25% after 5 attempts, from fold 2"
+
+    def _best(self, history: Sequence[AttemptRecord]) -> AttemptRecord | None:
         best = None
         for record in history:
-            if record.verdict.valid and (best is None or metric.better(record.score, best.score)):
+            if record.verdict.valid and (best is None or record.utility > best.utility):
                 best = record
         return best
 
+    # ---- observers --------------------------------------------------------------------------
     def _notify(self, hook: str, *args) -> None:
         for observer in self.observers:
             getattr(observer, hook)(*args)
 
     def _emit(self, hook: str, *args) -> None:
-        """Optional events from proposers, to the observers that define the hook."""
+        """Optional events (from proposers, or predictions), to the observers that define them."""
+        if hook == "on_attempt_predictions":
+            self._extras[args[0].index] = args[1]
         for observer in self.observers:
             method = getattr(observer, hook, None)
             if method is not None:

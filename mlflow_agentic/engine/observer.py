@@ -28,6 +28,8 @@ class SearchContext:
     cv_scheme: str = ""
     briefing: Any = None
     """The pre-loop briefing (profile, findings, CV advice), when the search has one."""
+    deadline: float | None = None
+    """``time.perf_counter()`` value at which a time budget is spent (None: no time budget)."""
     emit: Callable[..., None] | None = field(default=None, compare=False, repr=False)
     """``emit(hook, *args)``: a proposer reports events (e.g. ``on_llm_call``) to the observers
     that define that hook."""
@@ -44,6 +46,10 @@ class SearchObserver:
 
     def on_attempt_end(self, record: AttemptRecord) -> None:
         """A candidate was evaluated and verified (or failed)."""
+
+    def on_attempt_predictions(self, record: AttemptRecord, predictions) -> None:
+        """Optional: the mean output of the attempt's fold models on the search's ``extra_X``
+        rows (the holdout scorer defines it)."""
 
     def on_search_end(self, run: EngineeringRun) -> None:
         """The best verified candidate is refit (``run.model``), or none was verified."""

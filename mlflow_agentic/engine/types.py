@@ -54,6 +54,8 @@ class AttemptRecord:
     elapsed: float = 0.0
     """Seconds from the start of the search to the end of this attempt, proposal time included
     (what a wall-time budget counts)."""
+    pruned: str | None = None
+    """Why the attempt stopped before its last fold (clearly behind, or the time budget)."""
 
     @property
     def failed(self) -> bool:
@@ -62,7 +64,7 @@ class AttemptRecord:
     @property
     def utility(self) -> float:
         """Higher-is-better score; ``-inf`` for failures (what samplers are told)."""
-        if self.failed or not math.isfinite(self.score):
+        if self.failed or self.pruned is not None or not math.isfinite(self.score):
             return float("-inf")
         return self.score if self.greater_is_better else -self.score
 
@@ -70,6 +72,8 @@ class AttemptRecord:
     def status(self) -> str:
         if self.failed:
             return "failed"
+        if self.pruned is not None:
+            return "pruned"
         if self.verdict.quarantined:
             return "quarantined"
         return "verified" if self.verdict.valid else "rejected"
@@ -93,6 +97,8 @@ class EngineeringRun:
     task: str = ""
     refit_seconds: float = 0.0
     wall_seconds: float = 0.0
+    preprocess_seconds: float = 0.0
+    """Fitting each fold's preprocessing, once per style (shared by all candidates)."""
 
     @property
     def valid_attempts(self) -> list[AttemptRecord]:
@@ -100,8 +106,10 @@ class EngineeringRun:
 
     @property
     def fit_seconds(self) -> float:
-        """Model fitting time: CV folds of every attempt, the baseline excluded, plus the refit."""
-        return sum(a.fit_seconds for a in self.attempts) + self.refit_seconds
+        """Model fitting time: CV folds of every attempt (summed over workers), the fold
+        preprocessing, the refit; the baseline excluded."""
+        return (sum(a.fit_seconds for a in self.attempts) + self.refit_seconds
+                + self.preprocess_seconds)
 
     def leaderboard(self) -> list[AttemptRecord]:
         """Attempts best first (verified before unverified, failures last)."""

@@ -24,6 +24,9 @@ class OptunaProposer:
     """TPE sampler (seeded); each proposal is an asked trial, each result is told back."""
 
     name = "optuna"
+    batch_size = 2
+    """Trials asked before the results are told (constant liar): their folds share the workers.
+    Fixed, not tied to ``n_jobs``, so a seeded search proposes the same with any ``n_jobs``."""
 
     def __init__(self, seed: int = 0, storage: str | None = None, study_name: str | None = None,
                  sampler=None, seed_defaults: bool = True) -> None:
@@ -40,7 +43,7 @@ class OptunaProposer:
         self._create_study(dataset, trainers)
         if not self.seed_defaults:
             return [self._ask(dataset, trainers, "optuna TPE (random start)")]
-        for name in trainers:
+        for name in sorted(trainers, key=lambda t: get_trainer(t).cost):  # cheap first
             trainer = get_trainer(name)
             defaults = trainer.defaults(dataset)
             self.study.enqueue_trial(
@@ -64,7 +67,9 @@ class OptunaProposer:
         if entry is None:
             return
         _, trial = entry
-        if record.failed or record.verdict.quarantined or not math.isfinite(record.utility):
+        if record.pruned is not None:
+            self.study.tell(trial, state=TrialState.PRUNED)
+        elif record.failed or record.verdict.quarantined or not math.isfinite(record.utility):
             self.study.tell(trial, state=TrialState.FAIL)
         else:
             self.study.tell(trial, record.utility)
@@ -85,7 +90,7 @@ class OptunaProposer:
 
         return optuna.samplers.TPESampler(
             seed=self.seed, multivariate=True, group=True, n_startup_trials=len(trainers),
-            constant_liar=self.storage is not None)
+            constant_liar=True)
 
     def _rationale(self, trial) -> str:
         return f"optuna TPE trial #{trial.number} (seed {self.seed})"

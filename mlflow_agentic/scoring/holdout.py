@@ -1,5 +1,6 @@
-"""Holdout scoring, after the loop: every attempt that produced a model, refit on the training
-rows and scored on the sealed holdout. The loop and the proposers never import this module."""
+"""Holdout scoring: every attempt that finished its folds, scored on the sealed holdout by the
+mean prediction of its fold models (no refit), and the selected model by itself (the refit that
+is registered). The loop and the proposers never import this module."""
 
 from __future__ import annotations
 
@@ -7,10 +8,12 @@ import math
 import time
 from dataclasses import dataclass
 
-from mlflow_agentic.engine.evaluation import predict_outputs
-from mlflow_agentic.engine.types import EngineeringRun
+import numpy as np
+
+from mlflow_agentic.engine.folds import model_output, score_output
+from mlflow_agentic.engine.observer import SearchObserver
+from mlflow_agentic.engine.types import AttemptRecord, EngineeringRun
 from mlflow_agentic.metrics import METRICS
-from mlflow_agentic.trainers.registry import get_trainer
 
 SELF_DECEPTION_GAP = 0.05
 """CV minus holdout above this (bounded metrics; 5% of the CV score for RMSE/MAE/log loss)."""
@@ -37,7 +40,7 @@ class HoldoutReport:
     scheme: str
     digest: str
     fit_seconds: float = 0.0
-    """Time spent refitting attempts on the training rows and predicting the holdout."""
+    """Time spent scoring after the search (the selected model predicting the holdout)."""
 
     def line(self) -> str:
         if self.selected is None:
@@ -60,25 +63,47 @@ def gap_of(metric_name: str, cv: float, holdout: float) -> tuple[float, bool]:
     return float(gap), bool(gap > gap_limit(metric_name, cv))
 
 
-def score_on_holdout(run: EngineeringRun, train, holdout, random_state: int = 0
+class HoldoutScorer(SearchObserver):
+    """Scores each attempt on the holdout as it finishes, from the mean output of its fold
+    models on the holdout rows (the loop predicts them without ever holding their labels):
+    no refit per attempt. Nothing it computes reaches the loop or the proposer."""
+
+    def __init__(self, holdout, classes: tuple = ()) -> None:
+        self.holdout = holdout
+        self.classes = tuple(classes)
+        self.outputs: dict[int, np.ndarray] = {}
+        self.seconds = 0.0
+
+    def on_attempt_predictions(self, record: AttemptRecord, predictions) -> None:
+        self.outputs[record.index] = np.asarray(predictions)
+
+    def score(self, record: AttemptRecord) -> float:
+        metric = METRICS[record.metric]
+        return score_output(metric, self.holdout.dataset.y.to_numpy(),
+                            self.outputs[record.index], self.classes)
+
+
+def score_on_holdout(run: EngineeringRun, train, holdout, scorer: HoldoutScorer | None = None
                      ) -> HoldoutReport:
-    """Refit each attempt on ``train`` (the rows and features the loop saw) and score it."""
+    """Every attempt's holdout score (its fold models' mean prediction, from ``scorer``), and
+    the selected attempt's from the registered model itself (``run.model``, refit on ``train``).
+    Without a scorer (or for an attempt it has no predictions for) only the model is scored."""
     metric = METRICS[run.metric]
     hd = holdout.dataset
     scores: dict[int, HoldoutScore] = {}
     started = time.perf_counter()
     best_index = run.best_attempt.index if run.best_attempt is not None else None
     for attempt in run.attempts:
-        if attempt.failed or not math.isfinite(attempt.score):
+        if attempt.failed or attempt.pruned is not None or not math.isfinite(attempt.score):
             continue
         try:
             if attempt.index == best_index and run.model is not None:
-                model = run.model  # already refit on all training rows
+                output = model_output(run.model, hd.X, train.classes, train.task != "regression")
+                value = score_output(metric, hd.y.to_numpy(), output, train.classes)
+            elif scorer is not None and attempt.index in scorer.outputs:
+                value = scorer.score(attempt)
             else:
-                model = get_trainer(attempt.candidate.trainer).pipeline(
-                    train, attempt.params, random_state).fit(train.X, train.y)
-            y_pred, proba = predict_outputs(model, hd.X, metric, train.classes)
-            value = metric.score(hd.y.to_numpy(), y_pred, proba, train.classes)
+                continue
             gap, deceived = gap_of(run.metric, attempt.score, value)
             scores[attempt.index] = HoldoutScore(attempt.index, attempt.candidate.trainer,
                                                  attempt.score, float(value), gap, deceived)

@@ -21,7 +21,7 @@ from mlflow_agentic.engine.observer import SearchContext, SearchObserver
 from mlflow_agentic.engine.types import AttemptRecord, EngineeringRun, SolutionCandidate
 from mlflow_agentic.tracking import context as run_context
 from mlflow_agentic.tracking import models
-from mlflow_agentic.trainers.registry import get_trainer
+from mlflow_agentic.trainers.registry import model_requirements
 
 TAG_MAX = 5000
 
@@ -65,7 +65,7 @@ class MlflowTracker(SearchObserver):
         self.model_version = None
         self._client = None
         self._ctx: SearchContext | None = None
-        self._child_open = False
+        self._open_children: set[int] = set()
         self._experiment_id: str | None = None
         self._source_name = ""
         self.llm_exchanges: list = []
@@ -145,7 +145,7 @@ class MlflowTracker(SearchObserver):
             tags={"mlflow.parentRunId": self.parent_run_id, "agentic.role": "attempt",
                   "attempt.index": str(index), "mlflow.source.name": self._source_name,
                   **run_context.search_tags()})
-        self._child_open = True
+        self._open_children.add(index)
         self.child_run_ids[index] = run.info.run_id
 
     def on_llm_call(self, exchange) -> None:
@@ -194,7 +194,7 @@ class MlflowTracker(SearchObserver):
             self._llm_pending = {}
             if self._llm_trace_ids:
                 extra_tags["llm.trace_id"] = self._llm_trace_ids[-1]
-        if not record.failed:
+        if not record.failed and record.pruned is None:
             metrics[f"cv_{m}"] = record.score
             metrics[f"cv_{m}_std"] = record.score_std
             metrics.update({f"cv_{m}_fold{k + 1}": v for k, v in enumerate(record.fold_scores)})
@@ -214,9 +214,13 @@ class MlflowTracker(SearchObserver):
             tags["error"] = record.error
             if record.traceback:
                 self._client.log_text(run_id, record.traceback, "error.txt")
+        if record.pruned is not None:  # partial folds: logged, never as the CV score
+            tags["pruned"] = "true"
+            metrics.update({f"partial_{m}_fold{k + 1}": v
+                            for k, v in enumerate(record.fold_scores)})
         self._log_batch(run_id, metrics, params, tags)
         self._client.set_terminated(run_id, "FAILED" if record.failed else "FINISHED")
-        self._child_open = False
+        self._open_children.discard(record.index)
 
     def on_search_end(self, run: EngineeringRun) -> None:
         m = run.metric
@@ -269,8 +273,7 @@ class MlflowTracker(SearchObserver):
             tags.update({"registered_model": version.name,
                          "registered_version": str(version.version)})
         elif run.model is not None:
-            info = models.log_model(run.model, self._ctx.dataset,
-                                    get_trainer(best.candidate.trainer).requirements)
+            info = models.log_model(run.model, self._ctx.dataset, model_requirements(best))
             self.model_uri = info.model_uri
             note.append("Model logged, not registered (registration disabled).")
         else:
@@ -311,9 +314,9 @@ class MlflowTracker(SearchObserver):
 
     def on_search_error(self, error: BaseException) -> None:
         status = "KILLED" if isinstance(error, KeyboardInterrupt) else "FAILED"
-        if self._child_open:
-            self._client.set_terminated(self.child_run_ids[max(self.child_run_ids)], status)
-            self._child_open = False
+        for index in sorted(self._open_children):
+            self._client.set_terminated(self.child_run_ids[index], status)
+        self._open_children.clear()
         if self.parent_run_id and mlflow.active_run() is not None:
             self._log_batch(self.parent_run_id, {}, {},
                             {"status": status.lower(), "error": f"{type(error).__name__}: {error}"})
@@ -351,8 +354,7 @@ class MlflowTracker(SearchObserver):
 
     def _log_and_register(self, run: EngineeringRun, best: AttemptRecord, report=None):
         ctx = self._ctx
-        trainer = get_trainer(best.candidate.trainer)
-        info = models.log_model(run.model, ctx.dataset, trainer.requirements)
+        info = models.log_model(run.model, ctx.dataset, model_requirements(best))
         self.model_uri = info.model_uri
         name = self.register_name or f"{ctx.dataset.name}-agentic"
         evidence = {

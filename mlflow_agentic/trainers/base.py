@@ -36,6 +36,8 @@ class Trainer:
     requirements: tuple[str, ...] = ()
     """Distributions a logged model of this trainer needs (pinned at logging time)."""
     description: str = ""
+    cost: int = 2
+    """Relative cost of one fit at the defaults (1 cheap .. 3 expensive): seeds run cheap first."""
     source: str = field(default="builtin", compare=False)
 
     def supports(self, task: str) -> bool:

@@ -9,7 +9,8 @@ from mlflow_agentic.trainers.space import CategoricalParam as Cat
 from mlflow_agentic.trainers.space import FloatParam as Float
 from mlflow_agentic.trainers.space import IntParam as Int
 
-N_JOBS = -1
+N_JOBS = 1
+"""Models are single-threaded: ``engine.parallel`` runs one per core instead (see there why)."""
 
 
 def _leaf_cap(dataset, per: int, floor: int, ceiling: int) -> int:
@@ -74,7 +75,7 @@ def _forest_space(ds):
 
 
 def _forest_defaults(ds):
-    return {"n_estimators": 200, "max_depth": None, "min_samples_leaf": 1,
+    return {"n_estimators": 100, "max_depth": None, "min_samples_leaf": 1,
             "max_features": "sqrt" if _is_classification(ds.task) else 1.0}
 
 
@@ -143,7 +144,7 @@ def _lgbm_model(task, p, seed):
     import lightgbm as lgb
 
     cls = lgb.LGBMClassifier if _is_classification(task) else lgb.LGBMRegressor
-    return cls(**p, subsample_freq=1 if p["subsample"] < 1 else 0, n_jobs=2, random_state=seed,
+    return cls(**p, subsample_freq=1 if p["subsample"] < 1 else 0, n_jobs=N_JOBS, random_state=seed,
                verbose=-1)
 
 
@@ -158,7 +159,7 @@ def _cat_model(task, p, seed):
     import catboost as cb
 
     cls = cb.CatBoostClassifier if _is_classification(task) else cb.CatBoostRegressor
-    return cls(**p, random_seed=seed, thread_count=2, verbose=False, allow_writing_files=False)
+    return cls(**p, random_seed=seed, thread_count=N_JOBS, verbose=False, allow_writing_files=False)
 
 
 def _cat_space(ds):
@@ -174,10 +175,10 @@ def builtin_trainers() -> list[Trainer]:
     """Built-ins, with lightgbm and catboost only when their libraries are installed."""
     trainers = [
         Trainer("linear", _linear_model, _linear_space, _linear_defaults, preprocessing="scaled",
-                description="logistic regression (classification) / ridge (regression)"),
+                cost=1, description="logistic regression (classification) / ridge (regression)"),
         Trainer("random_forest", _forest("rf"), _forest_space, _forest_defaults,
-                description="random forest"),
-        Trainer("extra_trees", _forest("et"), _forest_space, _forest_defaults,
+                cost=3, description="random forest"),
+        Trainer("extra_trees", _forest("et"), _forest_space, _forest_defaults, cost=3,
                 description="extremely randomized trees"),
         Trainer("hist_gradient_boosting", _hgb_model, _hgb_space, _hgb_defaults,
                 preprocessing="native", description="scikit-learn histogram gradient boosting"),
@@ -190,6 +191,6 @@ def builtin_trainers() -> list[Trainer]:
                                 requirements=("lightgbm",), description="LightGBM"))
     if importlib.util.find_spec("catboost") is not None:
         trainers.append(Trainer("catboost", _cat_model, _cat_space, _cat_defaults,
-                                preprocessing="native", requirements=("catboost",),
+                                preprocessing="native", requirements=("catboost",), cost=3,
                                 description="CatBoost"))
     return trainers

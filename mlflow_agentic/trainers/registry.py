@@ -78,3 +78,13 @@ def resolve_trainers(names: Iterable[str] | None, task: str) -> list[str]:
             raise UserInputError(f"trainer {name!r} does not support a {task} task "
                                  f"(it supports {', '.join(sorted(trainer.tasks))})")
     return names
+
+
+def model_requirements(record) -> tuple[str, ...]:
+    """Distributions a logged model of this attempt needs: its trainer's, or for an ensemble
+    (params ``trainers``: the members' trainer names) every member's."""
+    names = record.params.get("trainers") if record.candidate.trainer == "ensemble" else None
+    names = names or [record.candidate.trainer]
+    registry = trainer_registry()
+    return tuple(dict.fromkeys(r for n in names if n in registry
+                               for r in registry[n].requirements))

@@ -16,7 +16,10 @@ MISSING_CATEGORY = "__missing__"
 
 def to_numeric_frame(X):
     """Coerce every column to float; text blanks and unparseable cells become NaN."""
-    frame = pd.DataFrame(X).copy()
+    frame = pd.DataFrame(X)
+    if all(pd.api.types.is_float_dtype(t) for t in frame.dtypes):
+        return frame  # typed when the data was read: nothing to do
+    frame = frame.copy()
     for col in frame.columns:
         series = frame[col]
         if not pd.api.types.is_numeric_dtype(series) or pd.api.types.is_bool_dtype(series):
@@ -28,8 +31,14 @@ def to_numeric_frame(X):
 
 def to_category_text(X):
     """Categorical columns as plain strings with an explicit missing category."""
-    frame = pd.DataFrame(X).astype("object")
-    return frame.where(frame.notna(), MISSING_CATEGORY).astype(str).astype("object")
+    frame = pd.DataFrame(X)
+    out = {}
+    for col in frame.columns:
+        series = frame[col].astype("object")
+        if pd.api.types.infer_dtype(series, skipna=True) != "string":
+            series = series.where(series.isna(), series.astype(str))
+        out[col] = series.where(series.notna(), MISSING_CATEGORY)
+    return pd.DataFrame(out, index=frame.index, columns=frame.columns)
 
 
 def to_datetime_features(X):
@@ -54,8 +63,7 @@ def _sometimes_missing(series: pd.Series) -> bool:
     if series.isna().any():
         return True
     if series.dtype == object or pd.api.types.is_string_dtype(series):
-        return bool(series.astype("object").map(
-            lambda v: isinstance(v, str) and not v.strip()).any())
+        return bool((series.astype(str).str.strip() == "").any())
     return False
 
 
@@ -114,3 +122,45 @@ class EncodedLabelClassifier(ClassifierMixin, BaseEstimator):
 
     def predict_proba(self, X):
         return self.estimator_.predict_proba(X)
+
+
+class WeightedEnsemble(BaseEstimator):
+    """A weighted average of fitted pipelines: class probabilities (classification) or
+    predictions (regression). Built from an ensemble selection; every member is already fitted.
+    """
+
+    def __init__(self, estimators=None, weights=None, classes=None):
+        self.estimators = estimators
+        self.weights = weights
+        self.classes = classes
+
+    @property
+    def classes_(self):
+        return np.asarray(self.classes, dtype=object) if self.classes is not None else None
+
+    def fit(self, X, y=None):
+        return self  # members are fitted when the ensemble is built
+
+    def _aligned_proba(self, member, X):
+        raw = np.asarray(member.predict_proba(X), dtype=float)
+        fitted = list(member.classes_)
+        classes = list(self.classes)
+        if fitted == classes:
+            return raw
+        proba = np.zeros((raw.shape[0], len(classes)))
+        for j, cls in enumerate(fitted):
+            proba[:, classes.index(cls)] = raw[:, j]
+        return proba
+
+    def predict_proba(self, X):
+        total = sum(w * self._aligned_proba(m, X)
+                    for m, w in zip(self.estimators, self.weights, strict=True))
+        return total / float(sum(self.weights))
+
+    def predict(self, X):
+        if self.classes is None:  # regression
+            total = sum(w * np.asarray(m.predict(X), dtype=float)
+                        for m, w in zip(self.estimators, self.weights, strict=True))
+            return total / float(sum(self.weights))
+        labels = np.asarray(self.classes)[np.argmax(self.predict_proba(X), axis=1)]
+        return labels

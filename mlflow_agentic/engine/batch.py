@@ -1,0 +1,201 @@
+"""Cross-validate a batch of candidates: every fold of every candidate is one task on the worker
+pool; results are released in proposal order; a candidate clearly behind is pruned fold by fold;
+a spent time budget cuts what is still running.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+from sklearn.base import clone
+
+from mlflow_agentic.engine.folds import FoldData, fit_fold, score_output
+from mlflow_agentic.engine.parallel import WorkerPool, single_threaded
+from mlflow_agentic.metrics import Metric
+
+
+@dataclass
+class Planned:
+    """A candidate ready to run (``trainer`` and resolved ``params``), or already failed."""
+
+    candidate: object
+    trainer: object = None
+    params: dict = field(default_factory=dict)
+    error: str | None = None
+    traceback: str | None = None
+
+
+@dataclass
+class Outcome:
+    """What the folds of one candidate gave."""
+
+    fold_scores: list[float] = field(default_factory=list)
+    fit_seconds: float = 0.0
+    seconds: float = 0.0
+    error: str | None = None
+    traceback: str | None = None
+    pruned: str | None = None
+    """Why the candidate was stopped before its last fold (pruner or time budget)."""
+    oof: np.ndarray | None = None
+    """Out-of-fold output for every training row (complete candidates only)."""
+    extra: np.ndarray | None = None
+    """Mean output of the fold models on the extra rows (complete candidates only)."""
+
+
+class _State:
+    def __init__(self, n_folds: int) -> None:
+        self.results: dict[int, object] = {}
+        self.next_fold = 0
+        self.done = False
+        self.outcome = Outcome()
+        self.futures: list = []
+        self.trial = None
+
+
+class BatchRunner:
+    """Runs batches on ``pool`` against fixed ``folds``; ``pruner`` may be None."""
+
+    def __init__(self, folds: FoldData, pool: WorkerPool, metric: Metric, pruner=None,
+                 random_state: int = 0) -> None:
+        self.folds = folds
+        self.pool = pool
+        self.metric = metric
+        self.pruner = pruner
+        self.random_state = random_state
+        ds = folds.dataset
+        self.classes = tuple(ds.classes)
+        self.classification = ds.task != "regression"
+
+    def run(self, batch: list[Planned], deadline: float | None,
+            on_done: Callable[[int, Outcome], None]) -> None:
+        """Evaluate ``batch``; ``on_done(i, outcome)`` is called in batch order."""
+        started = time.perf_counter()
+        states = [_State(self.folds.n_splits) for _ in batch]
+        tasks: list[tuple[int, int]] = []
+        futures = []
+        # every fold of every style this batch needs, in parallel, once per search; an error
+        # is left to each candidate below, so it lands on that candidate's record
+        with contextlib.suppress(Exception):
+            self.folds.prepare([p.trainer.preprocessing for p in batch if p.error is None],
+                               self.pool)
+        for i, plan in enumerate(batch):
+            state = states[i]
+            if plan.error is not None:
+                state.outcome.error, state.outcome.traceback = plan.error, plan.traceback
+                state.done = True
+                continue
+            try:
+                model = single_threaded(plan.trainer.build_model(
+                    self.folds.dataset.task, plan.params, self.random_state))
+                matrices = self.folds.matrices(plan.trainer.preprocessing)
+            except Exception as exc:
+                state.outcome.error = f"{type(exc).__name__}: {exc}"
+                state.outcome.traceback = traceback.format_exc()
+                state.done = True
+                continue
+            if self.pruner is not None:
+                state.trial = self.pruner.trial()
+            for k, fold in enumerate(matrices):
+                future = self.pool.submit(fit_fold, clone(model), fold, self.classes,
+                                          self.classification)
+                state.futures.append(future)
+                futures.append(future)
+                tasks.append((i, k))
+        released = self._release(batch, states, 0, started, on_done)
+        if all(s.done for s in states):
+            return self._finish(states)
+        for t, future in self.pool.in_order(futures):
+            i, k = tasks[t]
+            state = states[i]
+            if not state.done and not future.cancelled():
+                self._take(state, k, future)
+            if deadline is not None and time.perf_counter() >= deadline:
+                self._cut(states, "time budget spent")
+            released = self._release(batch, states, released, started, on_done)
+            if released == len(batch):
+                break
+        self._finish(states)
+
+    # ---- per result -------------------------------------------------------------------------
+    def _take(self, state: _State, k: int, future) -> None:
+        out = state.outcome
+        try:
+            state.results[k] = future.result()
+        except Exception as exc:  # a fold that raised fails the candidate (recorded as data)
+            out.error = f"{type(exc).__name__}: {exc}"
+            out.traceback = "".join(traceback.format_exception(exc))
+            self._stop(state)
+            return
+        n = self.folds.n_splits
+        while state.next_fold in state.results and not state.done:
+            fold = state.results[state.next_fold]
+            _, test = self.folds.splits[state.next_fold]
+            out.fit_seconds += fold.fit_seconds
+            out.fold_scores.append(float(score_output(self.metric, self.folds.y[test], fold.test,
+                                                      self.classes)))
+            state.next_fold += 1
+            if state.next_fold == n:
+                state.done = True
+                self._assemble(state)
+            elif state.trial is not None:
+                running = self.metric.utility(float(np.mean(out.fold_scores)))
+                if self.pruner.should_prune(state.trial, state.next_fold - 1, running):
+                    mean = float(np.mean(out.fold_scores))
+                    out.pruned = (f"pruned after {state.next_fold} of {n} folds: running "
+                                  f"{self.metric.name} {mean:.4f} is in the bottom "
+                                  f"{self.pruner.percentile:g}% of earlier attempts at that fold")
+                    self._stop(state)
+
+    def _assemble(self, state: _State) -> None:
+        """Out-of-fold output over all rows, and the fold models' mean on the extra rows."""
+        first = state.results[0].test
+        n_rows = len(self.folds.y)
+        oof = np.zeros((n_rows,) + first.shape[1:])
+        for k, (_, test) in enumerate(self.folds.splits):
+            oof[test] = state.results[k].test
+        state.outcome.oof = oof
+        extras = [state.results[k].extra for k in range(self.folds.n_splits)]
+        if extras[0] is not None:
+            state.outcome.extra = np.mean(extras, axis=0)
+        state.results = {}
+
+    @staticmethod
+    def _stop(state: _State) -> None:
+        state.done = True
+        state.results = {}
+        for future in state.futures:
+            future.cancel()
+
+    def _cut(self, states: list[_State], why: str) -> None:
+        n = self.folds.n_splits
+        for state in states:
+            if not state.done:
+                state.outcome.pruned = (f"{why} after {len(state.outcome.fold_scores)} of {n} "
+                                        "folds")
+                self._stop(state)
+
+    @staticmethod
+    def _release(batch, states, released: int, started: float, on_done) -> int:
+        while released < len(batch) and states[released].done:
+            states[released].outcome.seconds = time.perf_counter() - started
+            on_done(released, states[released].outcome)
+            released += 1
+        return released
+
+    def _finish(self, states: list[_State]) -> None:
+        """Tell the pruner every result of the batch, in order (after the whole batch)."""
+        if self.pruner is None:
+            return
+        for state in states:
+            if state.trial is None:
+                continue
+            out = state.outcome
+            utility = None
+            if out.error is None and out.pruned is None and out.fold_scores:
+                utility = self.metric.utility(float(np.mean(out.fold_scores)))
+            self.pruner.tell(state.trial, utility, pruned=out.pruned is not None)

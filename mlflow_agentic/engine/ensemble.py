@@ -1,0 +1,88 @@
+"""Greedy ensemble selection (Caruana et al., 2004) over out-of-fold predictions.
+
+Members are verified attempts; weights are how often each is picked (with replacement) when
+greedily adding the member that most improves the averaged prediction. The ensemble's CV score
+is honest: for each fold, weights are chosen on the other folds' rows only and the fold is
+scored with them. The final weights use every row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from mlflow_agentic.engine.folds import score_output
+from mlflow_agentic.metrics import Metric
+
+ROUNDS = 20
+MAX_MEMBERS = 8
+"""Candidates considered: the best verified attempts by CV score (as auto-sklearn's n_best)."""
+
+
+@dataclass(frozen=True)
+class EnsembleChoice:
+    members: tuple[int, ...]
+    """Attempt indices with a non-zero weight."""
+    weights: tuple[float, ...]
+    fold_scores: tuple[float, ...]
+    """Nested CV: each fold scored with weights chosen without its rows."""
+
+    @property
+    def score(self) -> float:
+        return float(np.mean(self.fold_scores))
+
+    @property
+    def std(self) -> float:
+        return float(np.std(self.fold_scores))
+
+
+def blend(outputs: Sequence[np.ndarray], weights: Sequence[float]) -> np.ndarray:
+    total = sum(w * o for w, o in zip(weights, outputs, strict=True))
+    return total / float(sum(weights))
+
+
+def greedy_weights(outputs: Sequence[np.ndarray], y, rows, metric: Metric, classes: tuple,
+                   rounds: int = ROUNDS) -> np.ndarray:
+    """Pick counts per member on ``rows``: start empty, add the best member ``rounds`` times."""
+    counts = np.zeros(len(outputs))
+    current = None
+    y_rows = y[rows]
+    subsets = [o[rows] for o in outputs]
+    for _ in range(rounds):
+        best_j, best_u = 0, float("-inf")
+        for j, out in enumerate(subsets):
+            trial = out if current is None else (current * counts.sum() + out) / (counts.sum() + 1)
+            u = metric.utility(score_output(metric, y_rows, trial, classes))
+            if u > best_u:
+                best_j, best_u = j, u
+        counts[best_j] += 1
+        out = subsets[best_j]
+        current = out if current is None else (current * (counts.sum() - 1) + out) / counts.sum()
+    return counts
+
+
+def select_ensemble(candidates: Sequence[tuple[int, np.ndarray]], y, splits, metric: Metric,
+                    classes: tuple, rounds: int = ROUNDS) -> EnsembleChoice | None:
+    """Choose an ensemble of ``candidates`` (attempt index, OOF output); None if it is one
+    member (that is the single model itself) or there are fewer than two candidates."""
+    if len(candidates) < 2:
+        return None
+    indices = [i for i, _ in candidates]
+    outputs = [o for _, o in candidates]
+    y = np.asarray(y)
+    all_rows = np.arange(len(y))
+    counts = greedy_weights(outputs, y, all_rows, metric, classes, rounds)
+    if np.count_nonzero(counts) < 2:
+        return None
+    fold_scores = []
+    for _, test in splits:
+        train_rows = np.setdiff1d(all_rows, test)
+        inner = greedy_weights(outputs, y, train_rows, metric, classes, rounds)
+        fold_scores.append(score_output(metric, y[test], blend([o[test] for o in outputs], inner),
+                                        classes))
+    chosen = [k for k in range(len(outputs)) if counts[k] > 0]
+    return EnsembleChoice(tuple(indices[k] for k in chosen),
+                          tuple(float(counts[k] / counts.sum()) for k in chosen),
+                          tuple(float(s) for s in fold_scores))

@@ -1,0 +1,64 @@
+"""Refit what will be registered, and only that: the selected attempt on all training rows (an
+ensemble: each of its members, in parallel on the worker pool)."""
+
+from __future__ import annotations
+
+import time
+import warnings
+
+from mlflow_agentic.engine.parallel import WorkerPool, single_threaded
+from mlflow_agentic.trainers.registry import get_trainer
+
+ENSEMBLE = "ensemble"
+"""The trainer name of an ensemble attempt (not in the registry: the engine builds it)."""
+
+
+def fit_pipeline(pipeline, X, y):
+    """Worker task: fit and return ``pipeline``."""
+    return pipeline.fit(X, y)
+
+
+def refit(history, best, dataset, pool: WorkerPool, random_state: int = 0):
+    """``(model, seconds, record)``: the best verified attempt refit on all rows; if that fails,
+    the next best (an ensemble falls back to the best single attempt)."""
+    ranked = sorted((a for a in history if a.verdict.valid and not a.verdict.quarantined),
+                    key=lambda a: (-a.utility, a.index))
+    if best is not None and best in ranked:
+        ranked.remove(best)
+        ranked.insert(0, best)
+    by_index = {a.index: a for a in history}
+    for record in ranked:
+        start = time.perf_counter()
+        try:
+            if record.candidate.trainer == ENSEMBLE:
+                model = _refit_ensemble(record, by_index, dataset, pool, random_state)
+            else:
+                model = _refit_one([record], dataset, pool, random_state)[0]
+        except Exception as exc:
+            warnings.warn(f"refit of attempt {record.index} ({record.candidate.trainer}) "
+                          f"failed: {exc}; trying the next verified attempt", stacklevel=2)
+            continue
+        return model, time.perf_counter() - start, record
+    return None, 0.0, None
+
+
+def _refit_one(records, dataset, pool: WorkerPool, random_state: int) -> list:
+    futures = []
+    for record in records:
+        pipeline = get_trainer(record.candidate.trainer).pipeline(dataset, record.params,
+                                                                  random_state)
+        futures.append(pool.submit(fit_pipeline, single_threaded(pipeline), dataset.X,
+                                   dataset.y))
+    models = [None] * len(futures)
+    for i, future in pool.in_order(futures):
+        models[i] = future.result()
+    return models
+
+
+def _refit_ensemble(record, by_index, dataset, pool: WorkerPool, random_state: int):
+    from mlflow_agentic.trainers.transforms import WeightedEnsemble
+
+    members = [by_index[i] for i in record.params["members"]]
+    models = _refit_one(members, dataset, pool, random_state)
+    classes = list(dataset.classes) if dataset.task != "regression" else None
+    return WeightedEnsemble(models, list(record.params["weights"]), classes)
