@@ -79,7 +79,8 @@ class RichProgress(SearchObserver):
         style = STYLE[record.status]
         score = "failed" if record.failed else f"{record.score:.4f} ±{record.score_std:.4f}"
         if record.pruned is not None:
-            score = f"{record.score:.4f} ({len(record.fold_scores)} folds)"
+            folds = len(record.fold_scores)
+            score = f"{record.score:.4f} ({folds} folds)" if folds else "- (no fold done)"
         self._progress.console.print(
             f"  {record.index:>3} {record.candidate.trainer:<24} {record.metric}={score:<18} "
             f"[{style}]{record.status:<8}[/] {record.seconds:6.1f}s  "
@@ -96,7 +97,7 @@ class RichProgress(SearchObserver):
             table.add_column(col)
         for rank, a in enumerate(run.leaderboard()[:10], start=1):
             table.add_row(str(rank), str(a.index), a.candidate.trainer,
-                          "-" if a.failed else f"{a.score:.4f}",
+                          "-" if a.failed or not a.fold_scores else f"{a.score:.4f}",
                           f"[{STYLE[a.status]}]{a.status}[/]", f"{a.fit_seconds:.1f}")
         self.console.print(table)
 

@@ -94,6 +94,24 @@ def split_from(time_column, group_column, holdout_fraction, post_outcome_columns
                         post_outcome_columns=split_list(post_outcome_columns) or ())
 
 
+def process_started() -> float:
+    """``time.perf_counter()`` at the moment this process started (Linux: from /proc), so a
+    time budget covers the interpreter and imports too; elsewhere, now."""
+    import os
+    import time
+
+    now = time.perf_counter()
+    try:
+        from pathlib import Path
+
+        ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+        age = uptime - ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return now
+    return now - max(0.0, age)
+
+
 def exit_on_user_error(work: Callable[[], None]) -> None:
     """Run ``work``; a user error prints one red line and exits 2 (nothing half-written)."""
     try:

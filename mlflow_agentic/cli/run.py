@@ -12,6 +12,7 @@ from mlflow_agentic.cli.options import (
     blank_to_none,
     exit_on_user_error,
     optional_float,
+    process_started,
     split_from,
     split_list,
     split_options,
@@ -86,7 +87,7 @@ def run_command(data, target, proposer, trainers, max_iterations, patience, time
     The holdout is sealed first; the search sees only the training rows; every attempt is scored
     on the holdout at the end (CV minus holdout = the gap).
     """
-    started = time.perf_counter()
+    started = process_started()
     split = split_from(time_column, group_column, holdout_fraction, post_outcome_columns)
     if time_budget is not None and not (math.isfinite(time_budget) and time_budget > 0):
         raise click.BadParameter(f"{time_budget!r} is not a positive number of seconds",

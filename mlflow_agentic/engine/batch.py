@@ -114,8 +114,9 @@ class BatchRunner:
             state = states[i]
             if not state.done and not future.cancelled():
                 self._take(state, k, future)
-            if deadline is not None and time.perf_counter() >= deadline:
-                self._cut(states, "time budget spent")
+            spent = deadline is not None and time.perf_counter() >= deadline
+            if spent and self._cut(states, "time budget spent"):
+                self.pool.abort()  # folds still running would delay the refit
             released = self._release(batch, states, released, started, on_done)
             if released == len(batch):
                 break
@@ -147,8 +148,9 @@ class BatchRunner:
                 if self.pruner.should_prune(state.trial, state.next_fold - 1, running):
                     mean = float(np.mean(out.fold_scores))
                     out.pruned = (f"pruned after {state.next_fold} of {n} folds: running "
-                                  f"{self.metric.name} {mean:.4f} is in the bottom "
-                                  f"{self.pruner.percentile:g}% of earlier attempts at that fold")
+                                  f"{self.metric.name} {mean:.4f} is clearly behind (below the "
+                                  f"{self.pruner.percentile:g}th percentile of earlier attempts "
+                                  "at that fold by more than a standard error)")
                     self._stop(state)
 
     def _assemble(self, state: _State) -> None:
@@ -171,13 +173,17 @@ class BatchRunner:
         for future in state.futures:
             future.cancel()
 
-    def _cut(self, states: list[_State], why: str) -> None:
+    def _cut(self, states: list[_State], why: str) -> bool:
+        """Stop every unfinished candidate; True if there was one."""
         n = self.folds.n_splits
+        cut = False
         for state in states:
             if not state.done:
                 state.outcome.pruned = (f"{why} after {len(state.outcome.fold_scores)} of {n} "
                                         "folds")
                 self._stop(state)
+                cut = True
+        return cut
 
     @staticmethod
     def _release(batch, states, released: int, started: float, on_done) -> int:
@@ -195,7 +201,9 @@ class BatchRunner:
             if state.trial is None:
                 continue
             out = state.outcome
-            utility = None
+            utility = spread = None
             if out.error is None and out.pruned is None and out.fold_scores:
                 utility = self.metric.utility(float(np.mean(out.fold_scores)))
-            self.pruner.tell(state.trial, utility, pruned=out.pruned is not None)
+                spread = float(np.std(out.fold_scores))
+            self.pruner.tell(state.trial, utility, pruned=out.pruned is not None,
+                             fold_std=spread)

@@ -376,7 +376,9 @@ class AgenticAutoML:
         return FoldPruner()
 
     def _pruner_label(self) -> str:
-        return "off" if not self.prune else "percentile 25% after 5 attempts, from fold 2"
+        from mlflow_agentic.engine.pruning import FoldPruner
+
+        return FoldPruner.describe() if self.prune else "off"
 
     def _best(self, history: Sequence[AttemptRecord]) -> AttemptRecord | None:
         best = None

@@ -10,6 +10,7 @@ ran 3x slower with two threads in one process). So workers x threads per model =
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import sys
@@ -91,6 +92,31 @@ def run_limited(fn: Callable, *args):
         return fn(*args)
 
 
+_STOPPED_AT_EXIT: set[int] = set()
+
+
+def _kill(executor) -> None:
+    """Stop an executor and kill its worker processes now. A worker blocked sending a result
+    that nobody reads any more (its attempt was cut) would otherwise keep the process from
+    exiting: multiprocessing joins its children at exit."""
+    import signal
+
+    pids = [p.pid for p in list(getattr(executor, "_processes", {}).values())]
+    executor.shutdown(wait=False, kill_workers=True)
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _stop_at_exit(executor) -> None:
+    """Kill the workers when the interpreter exits, before multiprocessing joins them."""
+    import atexit
+
+    if id(executor) not in _STOPPED_AT_EXIT:
+        _STOPPED_AT_EXIT.add(id(executor))
+        atexit.register(_kill, executor)
+
+
 class WorkerPool:
     """Runs tasks on ``n_jobs`` worker processes (joblib's loky: reused between searches), or in
     this process when ``n_jobs == 1``. ``submit`` returns a ``concurrent.futures.Future``; a
@@ -112,7 +138,20 @@ class WorkerPool:
             # notebook's package): they get its sys.path, and single-threaded math libraries
             env = {**SINGLE_THREAD_ENV, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
             self._executor = get_reusable_executor(max_workers=self.n_jobs, timeout=300, env=env)
+            _stop_at_exit(self._executor)
         return self._executor.submit(run_limited, fn, *args)
+
+    @property
+    def warm(self) -> bool:
+        """True when worker processes are up (or none are needed): submitting costs nothing."""
+        return self.n_jobs == 1 or self._executor is not None
+
+    def abort(self) -> None:
+        """Stop what the workers are running now (a spent time budget): the worker processes
+        are killed and the next ``submit`` starts fresh ones (about a second)."""
+        if self._executor is not None:
+            _kill(self._executor)
+            self._executor = None
 
     @staticmethod
     def resolve(future: Future) -> None:

@@ -27,6 +27,8 @@ def refit(history, best, dataset, pool: WorkerPool, random_state: int = 0):
         ranked.remove(best)
         ranked.insert(0, best)
     by_index = {a.index: a for a in history}
+    if not pool.warm:  # workers were stopped by a spent budget: fresh ones cost seconds
+        pool = WorkerPool(1)
     for record in ranked:
         start = time.perf_counter()
         try:
