@@ -83,7 +83,7 @@ class RichProgress(SearchObserver):
             score = f"{record.score:.4f} ({folds} folds)" if folds else "- (no fold done)"
         self._progress.console.print(
             f"  {record.index:>3} {record.candidate.trainer:<24} {record.metric}={score:<18} "
-            f"[{style}]{record.status:<8}[/] {record.seconds:6.1f}s  "
+            f"[{style}]{record.status:<8}[/] fit {record.fit_seconds:5.1f}s  "
             f"[dim]{record.verdict.reason if not record.verdict.valid else ''}[/]")
         self._progress.advance(self._task)
         if self._ctx is not None and self._ctx.deadline is not None:

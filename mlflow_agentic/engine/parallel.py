@@ -26,30 +26,33 @@ SINGLE_THREAD_ENV = {v: "1" for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                                       "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")}
 
 
-def available_cores() -> int:
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+
+
+def available_cores(cgroup_root: Path = CGROUP_ROOT) -> int:
     """Cores this process may use: its CPU affinity, capped by a cgroup CPU quota if one is set
     (a container limited to 1.5 CPUs gets 1), never ``os.cpu_count()`` alone."""
     try:
         cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # macOS, Windows
         cores = os.cpu_count() or 1
-    quota = _cgroup_quota()
+    quota = _cgroup_quota(Path(cgroup_root))
     if quota is not None:
         cores = min(cores, max(1, math.floor(quota)))
     return max(1, cores)
 
 
-def _cgroup_quota() -> float | None:
+def _cgroup_quota(root: Path) -> float | None:
     """CPUs allowed by cgroup v2 ``cpu.max`` or v1 ``cfs_quota_us``; None when unlimited."""
-    v2 = Path("/sys/fs/cgroup/cpu.max")
+    v2 = root / "cpu.max"
     try:
         if v2.exists():
             quota, period = v2.read_text().split()[:2]
             return None if quota == "max" else int(quota) / int(period)
-        v1 = Path("/sys/fs/cgroup/cpu/cpu.cfs_quota_us")
+        v1 = root / "cpu" / "cpu.cfs_quota_us"
         if v1.exists():
             quota = int(v1.read_text())
-            period = int(Path("/sys/fs/cgroup/cpu/cpu.cfs_period_us").read_text())
+            period = int((root / "cpu" / "cpu.cfs_period_us").read_text())
             return None if quota <= 0 else quota / period
     except (OSError, ValueError):
         return None

@@ -13,6 +13,23 @@ N_JOBS = 1
 """Models are single-threaded: ``engine.parallel`` runs one per core instead (see there why)."""
 
 
+def _rounds_cap(dataset) -> int:
+    """Boosting rounds are a cap, not a cost: every booster stops early on a validation split of
+    its own training rows (10%) after ``EARLY_STOP`` rounds without improvement. Large data can
+    use more rounds before it stops improving."""
+    return 1000 if dataset.n_rows <= 50_000 else 2000
+
+
+EARLY_STOP = 20
+
+
+def _early_stopped(model, seed):
+    from mlflow_agentic.trainers.transforms import InnerValidationEarlyStopping
+
+    return InnerValidationEarlyStopping(model, validation_fraction=0.1, rounds=EARLY_STOP,
+                                        random_state=seed)
+
+
 def _leaf_cap(dataset, per: int, floor: int, ceiling: int) -> int:
     """Upper bound for a leaf-size parameter: grows with the rows, within [floor, ceiling]."""
     return int(min(ceiling, max(floor, dataset.n_rows // per)))
@@ -87,13 +104,14 @@ def _hgb_model(task, p, seed):
            else ensemble.HistGradientBoostingRegressor)
     return cls(learning_rate=p["learning_rate"], max_iter=p["max_iter"],
                max_leaf_nodes=p["max_leaf_nodes"], min_samples_leaf=p["min_samples_leaf"],
-               l2_regularization=p["l2_regularization"], random_state=seed)
+               l2_regularization=p["l2_regularization"], random_state=seed,
+               early_stopping=True, validation_fraction=0.1, n_iter_no_change=EARLY_STOP // 2)
 
 
 def _hgb_space(ds):
     return {
         "learning_rate": Float(0.01, 0.3, log=True),
-        "max_iter": Int(50, _estimators_cap(ds), log=True),
+        "max_iter": Int(50, _rounds_cap(ds), log=True),  # a cap: early stopping decides
         "max_leaf_nodes": Int(8, _leaf_cap(ds, 50, 31, 128), log=True),
         "min_samples_leaf": Int(5, _leaf_cap(ds, 50, 40, 200), log=True),
         "l2_regularization": Float(0.0, 10.0),
@@ -101,8 +119,8 @@ def _hgb_space(ds):
 
 
 def _hgb_defaults(ds):
-    return {"learning_rate": 0.1, "max_iter": 100, "max_leaf_nodes": 31, "min_samples_leaf": 20,
-            "l2_regularization": 0.0}
+    return {"learning_rate": 0.1, "max_iter": _rounds_cap(ds), "max_leaf_nodes": 31,
+            "min_samples_leaf": 20, "l2_regularization": 0.0}
 
 
 # ---- xgboost --------------------------------------------------------------------------------
@@ -113,13 +131,13 @@ def _xgb_model(task, p, seed):
 
     common = dict(p, tree_method="hist", n_jobs=N_JOBS, random_state=seed, verbosity=0)
     if _is_classification(task):
-        return EncodedLabelClassifier(xgb.XGBClassifier(**common))
-    return xgb.XGBRegressor(**common)
+        return EncodedLabelClassifier(_early_stopped(xgb.XGBClassifier(**common), seed))
+    return _early_stopped(xgb.XGBRegressor(**common), seed)
 
 
 def _boost_space(ds, leaves: bool):
     space = {
-        "n_estimators": Int(50, _estimators_cap(ds) + 100, log=True),
+        "n_estimators": Int(50, _rounds_cap(ds), log=True),  # a cap: early stopping decides
         "learning_rate": Float(0.01, 0.3, log=True),
         "subsample": Float(0.5, 1.0),
         "colsample_bytree": Float(0.5, 1.0),
@@ -135,7 +153,7 @@ def _boost_space(ds, leaves: bool):
 
 
 def _xgb_defaults(ds):
-    return {"n_estimators": 200, "learning_rate": 0.1, "subsample": 1.0,
+    return {"n_estimators": _rounds_cap(ds), "learning_rate": 0.1, "subsample": 1.0,
             "colsample_bytree": 1.0, "reg_lambda": 1.0, "max_depth": 6, "min_child_weight": 1.0}
 
 
@@ -144,12 +162,12 @@ def _lgbm_model(task, p, seed):
     import lightgbm as lgb
 
     cls = lgb.LGBMClassifier if _is_classification(task) else lgb.LGBMRegressor
-    return cls(**p, subsample_freq=1 if p["subsample"] < 1 else 0, n_jobs=N_JOBS, random_state=seed,
-               verbose=-1)
+    return _early_stopped(cls(**p, subsample_freq=1 if p["subsample"] < 1 else 0, n_jobs=N_JOBS,
+                              random_state=seed, verbose=-1), seed)
 
 
 def _lgbm_defaults(ds):
-    return {"n_estimators": 200, "learning_rate": 0.1, "subsample": 1.0,
+    return {"n_estimators": _rounds_cap(ds), "learning_rate": 0.1, "subsample": 1.0,
             "colsample_bytree": 1.0, "reg_lambda": 1e-3, "num_leaves": 31,
             "min_child_samples": 20}
 

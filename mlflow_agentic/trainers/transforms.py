@@ -164,3 +164,49 @@ class WeightedEnsemble(BaseEstimator):
             return total / float(sum(self.weights))
         labels = np.asarray(self.classes)[np.argmax(self.predict_proba(X), axis=1)]
         return labels
+
+
+class InnerValidationEarlyStopping(BaseEstimator):
+    """Boosting with early stopping on a validation split of its own training rows.
+
+    ``fit`` sets ``validation_fraction`` of the rows aside (stratified for a classifier), fits
+    ``estimator`` (xgboost or LightGBM, scikit-learn API) with them as ``eval_set`` and stops
+    after ``rounds`` rounds without improvement: the rows a CV fold is scored on are never seen.
+    """
+
+    def __init__(self, estimator=None, validation_fraction=0.1, rounds=20, random_state=0):
+        self.estimator = estimator
+        self.validation_fraction = validation_fraction
+        self.rounds = rounds
+        self.random_state = random_state
+
+    def fit(self, X, y, **fit_params):
+        from sklearn.base import is_classifier
+        from sklearn.model_selection import train_test_split
+
+        y = np.asarray(y)
+        stratify = y if is_classifier(self.estimator) else None
+        X_fit, X_val, y_fit, y_val = train_test_split(
+            X, y, test_size=self.validation_fraction, random_state=self.random_state,
+            stratify=stratify)
+        import warnings
+
+        estimator = clone(self.estimator)
+        params = {"eval_set": [(X_val, y_val)], **fit_params}
+        if "early_stopping_rounds" in estimator.get_params():  # xgboost
+            estimator.set_params(early_stopping_rounds=self.rounds)
+            params["verbose"] = False
+        else:  # LightGBM: a core parameter, active when an evaluation set is given
+            estimator.set_params(early_stopping_round=self.rounds)
+        with warnings.catch_warnings():  # LightGBM 4.6 prefers eval_X/eval_y (numeric labels)
+            warnings.filterwarnings("ignore", message=".*eval_set.* is deprecated")
+            self.estimator_ = estimator.fit(X_fit, y_fit, **params)
+        if hasattr(self.estimator_, "classes_"):
+            self.classes_ = self.estimator_.classes_
+        return self
+
+    def predict(self, X):
+        return self.estimator_.predict(X)
+
+    def predict_proba(self, X):
+        return self.estimator_.predict_proba(X)
