@@ -72,12 +72,15 @@ class BatchRunner:
         self.classification = ds.task != "regression"
 
     def run(self, batch: list[Planned], deadline: float | None,
-            on_done: Callable[[int, Outcome], None]) -> None:
-        """Evaluate ``batch``; ``on_done(i, outcome)`` is called in batch order."""
+            on_done: Callable[[int, Outcome], None],
+            on_submitted: Callable[[], None] | None = None) -> None:
+        """Evaluate ``batch``; ``on_done(i, outcome)`` is called in batch order.
+        ``on_submitted()`` runs once the folds are on the workers (tracking overlaps them)."""
         started = time.perf_counter()
         states = [_State(self.folds.n_splits) for _ in batch]
         tasks: list[tuple[int, int]] = []
         futures = []
+        ready = []
         # every fold of every style this batch needs, in parallel, once per search; an error
         # is left to each candidate below, so it lands on that candidate's record
         with contextlib.suppress(Exception):
@@ -100,12 +103,19 @@ class BatchRunner:
                 continue
             if self.pruner is not None:
                 state.trial = self.pruner.trial()
-            for k, fold in enumerate(matrices):
-                future = self.pool.submit(fit_fold, clone(model), fold, self.classes,
+            ready.append((i, model, matrices))
+        # fold-major order (A1 B1 A2 B2 ...): the workers stay busy with other candidates'
+        # folds while one's first folds decide whether it is pruned, and the batch's tail is
+        # short; results are still taken per candidate in fold order
+        for k in range(self.folds.n_splits):
+            for i, model, matrices in ready:
+                future = self.pool.submit(fit_fold, clone(model), matrices[k], self.classes,
                                           self.classification)
-                state.futures.append(future)
+                states[i].futures.append(future)
                 futures.append(future)
                 tasks.append((i, k))
+        if on_submitted is not None:
+            on_submitted()
         released = self._release(batch, states, 0, started, on_done)
         if all(s.done for s in states):
             return self._finish(states)

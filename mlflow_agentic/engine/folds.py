@@ -103,6 +103,7 @@ class FoldOutput:
     worker, so a 70 MB forest is not shipped back for each fold)."""
 
     fit_seconds: float
+    """Fitting and predicting (the fold's test rows and the extra rows): model work."""
     test: np.ndarray
     extra: np.ndarray | None
 
@@ -116,10 +117,9 @@ def fit_fold(model, fold: FoldMatrices, classes: tuple, classification: bool) ->
     start = time.perf_counter()
     model.fit(fold.X_train, fold.y_train)
     test = model_output(model, fold.X_test, classes, classification)
-    seconds = time.perf_counter() - start
     extra = None if fold.X_extra is None else model_output(model, fold.X_extra, classes,
                                                            classification)
-    return FoldOutput(seconds, test, extra)
+    return FoldOutput(time.perf_counter() - start, test, extra)
 
 
 def model_output(model, X, classes: tuple, classification: bool) -> np.ndarray:

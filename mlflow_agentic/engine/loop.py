@@ -132,6 +132,7 @@ class AgenticAutoML:
             deadline=None if self.time_budget is None else started + self.time_budget,
         )
         pool = WorkerPool(self.n_jobs)
+        pool.warm_up()  # workers import the scientific stack while the baseline and tracking run
         self._runner = BatchRunner(FoldData(dataset, splits, self.extra_X), pool, metric,
                                    self._make_pruner(), self.random_state)
         self._notify("on_search_start", context)
@@ -225,11 +226,12 @@ class AgenticAutoML:
                    phase: str) -> list[AttemptRecord]:
         """Evaluate candidates together; each record is appended and announced in order."""
         first = len(history) + 1
-        plans = []
-        for offset, candidate in enumerate(candidates):
-            self._notify("on_attempt_start", first + offset, candidate, phase)
-            plans.append(self._plan(ctx, candidate))
+        plans = [self._plan(ctx, candidate) for candidate in candidates]
         records: list[AttemptRecord] = []
+
+        def started() -> None:
+            for offset, plan in enumerate(plans):
+                self._notify("on_attempt_start", first + offset, plan.candidate, phase)
 
         def done(i: int, outcome: Outcome) -> None:
             record = self._record(ctx, first + i, plans[i], outcome, phase)
@@ -245,7 +247,7 @@ class AgenticAutoML:
             if outcome.extra is not None:
                 self._emit("on_attempt_predictions", record, outcome.extra)
 
-        self._runner.run(plans, self._deadline(), done)
+        self._runner.run(plans, self._deadline(), done, on_submitted=started)
         return records
 
     def _plan(self, ctx: SearchContext, candidate) -> Planned:

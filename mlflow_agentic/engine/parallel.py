@@ -95,6 +95,11 @@ def run_limited(fn: Callable, *args):
         return fn(*args)
 
 
+def _import_fold_stack() -> None:
+    import mlflow_agentic.engine.folds  # noqa: F401 - pandas, scikit-learn, preprocessing
+    import mlflow_agentic.trainers.builtin  # noqa: F401
+
+
 _STOPPED_AT_EXIT: set[int] = set()
 
 
@@ -143,6 +148,13 @@ class WorkerPool:
             self._executor = get_reusable_executor(max_workers=self.n_jobs, timeout=300, env=env)
             _stop_at_exit(self._executor)
         return self._executor.submit(run_limited, fn, *args)
+
+    def warm_up(self) -> None:
+        """Start the workers now and have each import what a fold fit needs, in the background
+        (a cold worker spends a second or two on imports before its first fold)."""
+        if self.n_jobs > 1:
+            for _ in range(self.n_jobs):
+                self.submit(_import_fold_stack)
 
     @property
     def warm(self) -> bool:

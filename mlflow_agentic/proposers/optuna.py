@@ -24,7 +24,7 @@ class OptunaProposer:
     """TPE sampler (seeded); each proposal is an asked trial, each result is told back."""
 
     name = "optuna"
-    batch_size = 2
+    batch_size = 4
     """Trials asked before the results are told (constant liar): their folds share the workers.
     Fixed, not tied to ``n_jobs``, so a seeded search proposes the same with any ``n_jobs``."""
 
