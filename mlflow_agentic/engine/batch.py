@@ -104,11 +104,10 @@ class BatchRunner:
             if self.pruner is not None:
                 state.trial = self.pruner.trial()
             ready.append((i, model, matrices))
-        # fold-major order (A1 B1 A2 B2 ...): the workers stay busy with other candidates'
-        # folds while one's first folds decide whether it is pruned, and the batch's tail is
-        # short; results are still taken per candidate in fold order
-        for k in range(self.folds.n_splits):
-            for i, model, matrices in ready:
+        # candidate-major order (A1..A5 B1..B5), in proposal order (the seeds: cheap first): when
+        # a time budget cuts a batch, the candidates that finished are whole ones
+        for i, model, matrices in ready:
+            for k in range(self.folds.n_splits):
                 future = self.pool.submit(fit_fold, clone(model), matrices[k], self.classes,
                                           self.classification)
                 states[i].futures.append(future)
@@ -126,7 +125,8 @@ class BatchRunner:
                 self._take(state, k, future)
             spent = deadline is not None and time.perf_counter() >= deadline
             if spent and self._cut(states, "time budget spent"):
-                self.pool.abort()  # folds still running would delay the refit
+                # folds still running would delay the refit: stop them all
+                self.pool.abort([f for s in states for f in s.futures])
             released = self._release(batch, states, released, started, on_done)
             if released == len(batch):
                 break
@@ -191,7 +191,7 @@ class BatchRunner:
             if not state.done:
                 state.outcome.pruned = (f"{why} after {len(state.outcome.fold_scores)} of {n} "
                                         "folds")
-                self._stop(state)
+                state.done, state.results = True, {}
                 cut = True
         return cut
 

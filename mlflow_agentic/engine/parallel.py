@@ -110,6 +110,9 @@ def _kill(executor) -> None:
     import signal
 
     pids = [p.pid for p in list(getattr(executor, "_processes", {}).values())]
+    pending = getattr(executor, "_pending_work_items", {})
+    for key in [k for k, item in list(pending.items()) if item.future.cancelled()]:
+        pending.pop(key, None)  # loky would try to fail these already-cancelled futures
     executor.shutdown(wait=False, kill_workers=True)
     for pid in pids:
         with contextlib.suppress(OSError):
@@ -161,12 +164,15 @@ class WorkerPool:
         """True when worker processes are up (or none are needed): submitting costs nothing."""
         return self.n_jobs == 1 or self._executor is not None
 
-    def abort(self) -> None:
-        """Stop what the workers are running now (a spent time budget): the worker processes
-        are killed and the next ``submit`` starts fresh ones (about a second)."""
+    def abort(self, futures: Iterable[Future] = ()) -> None:
+        """Stop what is running or queued now (a spent time budget): in-process ``futures``
+        are cancelled; worker processes are killed (the next ``submit`` starts fresh ones)."""
         if self._executor is not None:
             _kill(self._executor)
             self._executor = None
+        else:
+            for future in futures:
+                future.cancel()
 
     @staticmethod
     def resolve(future: Future) -> None:
