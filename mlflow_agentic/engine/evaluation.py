@@ -28,16 +28,11 @@ class CVResult:
 
 def predict_outputs(model, X: pd.DataFrame, metric: Metric, classes: tuple):
     """``(y_pred, proba)`` with proba columns aligned to ``classes`` (absent classes: zeros)."""
+    from mlflow_agentic.engine.folds import model_output
+
     if not metric.needs_proba:
         return np.asarray(model.predict(X)), None
-    raw = np.asarray(model.predict_proba(X))
-    fitted = list(getattr(model, "classes_", classes))
-    if fitted == list(classes):
-        return None, raw
-    proba = np.zeros((len(X), len(classes)))
-    for j, cls in enumerate(fitted):
-        proba[:, classes.index(cls)] = raw[:, j]
-    return None, proba
+    return None, model_output(model, X, tuple(classes), classification=True)
 
 
 def cross_validate(build: Callable[[], object], dataset, splits: Sequence, metric: Metric,
