@@ -48,7 +48,7 @@ class Outcome:
 
 
 class _State:
-    def __init__(self, n_folds: int) -> None:
+    def __init__(self) -> None:
         self.results: dict[int, object] = {}
         self.next_fold = 0
         self.done = False
@@ -77,7 +77,7 @@ class BatchRunner:
         """Evaluate ``batch``; ``on_done(i, outcome)`` is called in batch order.
         ``on_submitted()`` runs once the folds are on the workers (tracking overlaps them)."""
         started = time.perf_counter()
-        states = [_State(self.folds.n_splits) for _ in batch]
+        states = [_State() for _ in batch]
         tasks: list[tuple[int, int]] = []
         futures = []
         ready = []

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from mlflow_agentic.engine.folds import model_output
 from mlflow_agentic.metrics import Metric
 
 
@@ -28,8 +29,6 @@ class CVResult:
 
 def predict_outputs(model, X: pd.DataFrame, metric: Metric, classes: tuple):
     """``(y_pred, proba)`` with proba columns aligned to ``classes`` (absent classes: zeros)."""
-    from mlflow_agentic.engine.folds import model_output
-
     if not metric.needs_proba:
         return np.asarray(model.predict(X)), None
     return None, model_output(model, X, tuple(classes), classification=True)

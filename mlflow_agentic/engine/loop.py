@@ -245,6 +245,7 @@ class AgenticAutoML:
                 self.proposer.observe(record)
             self._notify("on_attempt_end", record)
             if outcome.extra is not None:
+                self._extras[record.index] = outcome.extra  # the ensemble blends these
                 self._emit("on_attempt_predictions", record, outcome.extra)
 
         self._runner.run(plans, self._deadline(), done, on_submitted=started)
@@ -324,10 +325,9 @@ class AgenticAutoML:
             elapsed=time.perf_counter() - self._started)
         history.append(record)
         self._notify("on_attempt_end", record)
-        extras = self._extras
-        if all(i in extras for i in choice.members):
+        if all(i in self._extras for i in choice.members):
             self._emit("on_attempt_predictions", record,
-                       blend([extras[i] for i in choice.members], choice.weights))
+                       blend([self._extras[i] for i in choice.members], choice.weights))
         if verdict.valid and (best is None or ctx.metric.better(record.score, best.score)):
             return record
         return best
@@ -395,9 +395,8 @@ class AgenticAutoML:
             getattr(observer, hook)(*args)
 
     def _emit(self, hook: str, *args) -> None:
-        """Optional events (from proposers, or predictions), to the observers that define them."""
-        if hook == "on_attempt_predictions":
-            self._extras[args[0].index] = args[1]
+        """Optional events (from proposers, or the fold models' predictions on ``extra_X``), to
+        the observers that define them."""
         for observer in self.observers:
             method = getattr(observer, hook, None)
             if method is not None:

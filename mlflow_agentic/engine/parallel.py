@@ -183,7 +183,8 @@ class WorkerPool:
         if not future.set_running_or_notify_cancel():
             return
         try:
-            future.set_result(run_limited(*call[:1], *call[1]))
+            fn, args = call
+            future.set_result(run_limited(fn, *args))
         except BaseException as exc:  # noqa: BLE001 - handed to the waiter like a worker's error
             future.set_exception(exc)
 
