@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from mlflow_agentic import AgenticAutoML
+from mlflow_agentic.engine import AgenticAutoML
+from mlflow_agentic.engine.types import StopKind
 from mlflow_agentic.proposers.llm import AgentSolutionProposer, LLMProposer
 from tests.fakes.openai_server import ScriptedOpenAI
 
@@ -48,11 +49,50 @@ def test_seeds_without_calls_then_a_valid_proposal(churn_small, server):
     assert AgentSolutionProposer is LLMProposer
 
 
-def test_malformed_json_ends_cleanly_keeping_attempts(churn_small, server):
-    run, proposer = search(churn_small, server, [("answer", "sure! here you go: {trainer")],
-                           max_iterations=3)
-    assert len(run.attempts) == 2 and run.stop_reason == "proposer has no more candidates"
-    assert "unreadable answer" in proposer.stopped and run.best_candidate is not None
+BAD_ANSWERS = {
+    "prose": ("answer", "Sure! I would try a deeper gradient boosting model next."),
+    "empty": ("answer", ""),
+    "truncated": ("answer", '{"trainer": "xgboost", "params": {"max_dep'),
+    "off-schema": ("answer", {"model": "xgboost", "settings": {"max_depth": 3}}),
+    "unknown trainer": ("answer", {"trainer": "neural_net", "params": {"layers": 3},
+                                   "rationale": "go deep"}),
+}
+
+
+@pytest.mark.parametrize("kind", list(BAD_ANSWERS))
+def test_an_unusable_answer_is_reasked_with_what_was_wrong(churn_small, server, kind):
+    run, proposer = search(churn_small, server, [BAD_ANSWERS[kind], good()])
+    assert len(server.requests) == 2 and len(run.attempts) == 3
+    assert run.attempts[2].candidate.source == "llm"
+    assert run.attempts[2].params["max_depth"] == 3
+    followup = server.requests[1]["messages"][-1]["content"]
+    assert followup.startswith("Your answer could not be used:")
+    assert run.stop.kind is StopKind.ITERATIONS and proposer.fallbacks == 0
+
+
+def test_bad_answers_in_a_row_fall_back_and_the_search_reaches_its_budget(churn_small, server):
+    """Prose, empty, truncated and off-schema answers, over and over: every proposal falls back
+    to Optuna's next trial (told the attempts so far), and the search ends on its budget."""
+    bad = [BAD_ANSWERS[k] for k in ("prose", "empty", "truncated", "off-schema")]
+    run, proposer = search(churn_small, server, bad * 3, max_iterations=4)
+    assert run.stop.kind is StopKind.ITERATIONS and "max_iterations=4" in run.stop_reason
+    assert len(run.attempts) == 6 and len(server.requests) == 12  # 3 calls per proposal
+    fallbacks = run.attempts[2:]
+    assert [a.candidate.source for a in fallbacks] == ["fallback"] * 4
+    assert all("fallback after 3 unusable LLM answers" in a.candidate.rationale
+               for a in fallbacks)
+    assert not any(a.failed for a in fallbacks) and proposer.fallbacks == 4
+    errors = [e.error for e in proposer.exchanges]
+    assert errors[0] == "unreadable answer: no JSON object in the answer: " + repr(
+        bad[0][1][:200])
+    assert errors[1] == "unreadable answer: the answer was empty"
+    assert errors[3].startswith("off-schema answer: trainer: Field required")
+
+
+def test_the_fallback_is_deterministic_for_a_seed(churn_small, server):
+    first, _ = search(churn_small, server, [BAD_ANSWERS["prose"]] * 6, max_iterations=2)
+    again, _ = search(churn_small, server, [BAD_ANSWERS["prose"]] * 6, max_iterations=2)
+    assert [dict(a.params) for a in first.attempts] == [dict(a.params) for a in again.attempts]
 
 
 def test_json_in_prose_is_extracted(churn_small, server):
@@ -61,13 +101,6 @@ def test_json_in_prose_is_extracted(churn_small, server):
            '"rationale": "regularise"}\n```'
     run, proposer = search(churn_small, server, [("answer", text)])
     assert run.attempts[2].params["C"] == 0.5
-
-
-def test_unknown_trainer_falls_back_to_the_best_seen(churn_small, server):
-    run, proposer = search(churn_small, server, [good("neural_net", layers=3)])
-    best_seed = max(run.attempts[:2], key=lambda a: a.score).candidate.trainer
-    assert run.attempts[2].candidate.trainer == best_seed
-    assert "unknown trainer 'neural_net'" in run.attempts[2].candidate.rationale
 
 
 def test_out_of_space_params_are_dropped_with_the_reason(churn_small, server):
@@ -93,14 +126,15 @@ def test_429_then_success_is_retried(churn_small, server):
 
 def test_500s_until_give_up_end_the_search_cleanly(churn_small, server):
     run, proposer = search(churn_small, server, [("status", 500)] * 10, max_iterations=4)
-    assert len(run.attempts) == 2 and "gave up after 3 attempts" in proposer.stopped
+    assert len(run.attempts) == 2 and "gave up after 3 attempts" in run.stop_reason
+    assert run.stop.kind is StopKind.ENDPOINT and proposer.stop_reason == run.stop
     assert run.model is not None  # the seeds' best is still refit
 
 
 def test_a_slow_answer_beyond_the_timeout(churn_small, server):
     run, proposer = search(churn_small, server, [("slow", 3, good())] * 3, timeout=0.5,
                            max_attempts=2)
-    assert len(run.attempts) == 2 and "APITimeoutError" in proposer.stopped
+    assert len(run.attempts) == 2 and "APITimeoutError" in run.stop_reason
 
 
 def test_server_rejecting_json_schema_falls_back_to_json_object(churn_small, server):
@@ -217,8 +251,9 @@ def test_cost_budget_stops_before_the_call_that_would_exceed_it(churn_small, ser
     # a price of $1000 per million prompt tokens: each call costs most of a dollar here
     capped = LLMProposer(model="priced", base_url=server.base_url, api_key="k", backoff=0.01,
                          max_cost_usd=2.5, prices={"priced": (1000.0, 0.0)})
-    AgenticAutoML(capped, max_iterations=5, patience=10, cv=3, trainers=TRAINERS
-                  ).solve(churn_small)
-    assert 2 <= len(server.requests) < 5 and "cost budget" in capped.stopped
+    run = AgenticAutoML(capped, max_iterations=5, patience=10, cv=3, trainers=TRAINERS
+                        ).solve(churn_small)
+    assert 2 <= len(server.requests) < 5 and run.stop.kind is StopKind.COST
+    assert "cost cap" in run.stop_reason
     assert len(capped.exchanges) == len(server.requests)  # the refused call was never sent
     assert 1.0 < capped.spent_usd <= 2.5

@@ -16,7 +16,7 @@ from mlflow_agentic.cli.options import (
     split_options,
 )
 from mlflow_agentic.errors import UserInputError
-from mlflow_agentic.proposers.factory import PROPOSERS, LLMOptions
+from mlflow_agentic.proposers.factory import PROPOSERS, LLMOptions, check_llm_endpoint
 
 DATA_SUFFIXES = (".csv", ".parquet", ".pq")
 
@@ -133,7 +133,8 @@ def _compare(datasets, options, experiment, tracking_uri, output, quiet) -> None
     from mlflow_agentic.tracking.comparison import ComparisonTracker
 
     if "llm" in options.proposers and not options.llm_replay:
-        _check_llm(options.llm)
+        check_llm_endpoint(options.llm, "Start the server, drop llm from --proposers, or "
+                           "replay an earlier comparison with --llm-replay COMPARISON_ID")
     default = f"{datasets[0].name}-compare" if len(datasets) == 1 else "agentic-compare"
     tracker = ComparisonTracker(experiment=experiment or default, tracking_uri=tracking_uri)
     console = Console(stderr=True, width=max(Console(stderr=True).width, 120))
@@ -159,17 +160,3 @@ def _compare(datasets, options, experiment, tracking_uri, output, quiet) -> None
     if "llm" not in options.proposers:
         click.echo("the LLM proposer was not included: add it with --proposers "
                    "llm,optuna,sequence,random --llm-base-url http://127.0.0.1:8080/v1")
-
-
-def _check_llm(llm: LLMOptions) -> None:
-    import importlib.util
-
-    if importlib.util.find_spec("openai") is None:
-        raise UserInputError("the llm proposer needs the openai package: pip install -e '.[llm]'")
-    from mlflow_agentic.llm.client import LLMClient, LLMConfig, LLMUnavailable
-
-    try:
-        LLMClient(LLMConfig(llm.model, llm.base_url)).check_reachable()
-    except LLMUnavailable as exc:
-        raise UserInputError(f"{exc}. Start the server, drop llm from --proposers, or replay an "
-                             "earlier comparison with --llm-replay COMPARISON_ID") from exc

@@ -18,7 +18,12 @@ from mlflow_agentic.cli.options import (
     split_options,
 )
 from mlflow_agentic.errors import UserInputError
-from mlflow_agentic.proposers.factory import PROPOSERS, LLMOptions, build_proposer
+from mlflow_agentic.proposers.factory import (
+    PROPOSERS,
+    LLMOptions,
+    build_proposer,
+    check_llm_endpoint,
+)
 
 
 @click.command("run")
@@ -136,6 +141,9 @@ def _run(*, data, target, proposer, trainers, max_iterations, patience, search, 
         llm["recording"] = load_llm_recording(llm["replay"])  # fail before anything is logged
     options = LLMOptions(llm.get("model"), llm.get("base_url"), llm.get("max_cost_usd"),
                          llm.get("recording"))
+    if proposer == "llm" and options.recording is None:  # before anything is logged
+        check_llm_endpoint(options, "Start the server (or pass --llm-base-url), use another "
+                           "--proposer, or replay an earlier search with --replay RUN_ID")
 
     from mlflow_agentic.progress import RichProgress
     from mlflow_agentic.tracking import MlflowTracker

@@ -25,7 +25,14 @@ from mlflow_agentic.engine.folds import FoldData
 from mlflow_agentic.engine.observer import SearchContext, SearchObserver
 from mlflow_agentic.engine.parallel import WorkerPool, resolve_n_jobs
 from mlflow_agentic.engine.refit import ENSEMBLE, refit
-from mlflow_agentic.engine.types import AttemptRecord, EngineeringRun, SolutionCandidate, Verdict
+from mlflow_agentic.engine.types import (
+    AttemptRecord,
+    EngineeringRun,
+    SolutionCandidate,
+    StopKind,
+    StopReason,
+    Verdict,
+)
 from mlflow_agentic.errors import ProposerOutputError, UserInputError
 from mlflow_agentic.metrics import resolve_metric
 from mlflow_agentic.proposers.base import CandidateProposer, proposer_name
@@ -166,18 +173,19 @@ class AgenticAutoML:
         iterations, patience_left = 0, self.patience
         while not stop_reason:
             if self.max_iterations is not None and iterations >= self.max_iterations:
-                stop_reason = f"reached max_iterations={self.max_iterations}"
+                stop_reason = StopReason(StopKind.ITERATIONS,
+                                         f"reached max_iterations={self.max_iterations}")
                 break
             if patience_left is not None and patience_left <= 0:
-                stop_reason = (f"patience exhausted: {self.patience} attempts without a "
-                               "verified improvement")
+                stop_reason = StopReason(StopKind.PATIENCE, f"patience exhausted: "
+                                         f"{self.patience} attempts without a verified "
+                                         "improvement")
                 break
             stop_reason = self._budget_spent(len(history))
             if stop_reason:
                 break
             candidates, stop_reason = self._propose(ctx, history, iterations, patience_left)
             if not candidates:
-                stop_reason = stop_reason or "proposer has no more candidates"
                 break
             for record in self._run_batch(ctx, history, candidates, "reflect"):
                 iterations += 1
@@ -195,12 +203,12 @@ class AgenticAutoML:
             best_score=best.score if best else None, model=model, metric=metric.name,
             baseline_score=ctx.baseline_score, n_iterations=iterations,
             greater_is_better=metric.greater_is_better, best_attempt=best,
-            stop_reason=stop_reason, dataset_name=dataset.name, task=dataset.task,
+            stop=stop_reason, dataset_name=dataset.name, task=dataset.task,
             refit_seconds=refit_seconds,
         )
 
     def _propose(self, ctx, history, iterations: int, patience_left: int | None
-                 ) -> tuple[list, str]:
+                 ) -> tuple[list, StopReason | None]:
         """Up to one batch of candidates, within the iteration and attempt budgets."""
         n = self._batch_size()
         if self.max_iterations is not None:
@@ -216,11 +224,15 @@ class AgenticAutoML:
                                                        list(ctx.trainers))
             except Exception as exc:  # a broken proposer ends the search, never loses attempts
                 warnings.warn(f"proposer failed, ending the search: {exc}", stacklevel=2)
-                return candidates, f"proposer failed: {type(exc).__name__}: {exc}"
-            if candidate is None:
-                return candidates, "proposer has no more candidates" if not candidates else ""
+                return candidates, StopReason(StopKind.PROPOSER_ERROR, f"proposer failed: "
+                                              f"{type(exc).__name__}: {exc}")
+            if candidate is None:  # the proposer says why (cost cap, endpoint), or it is done
+                if candidates:
+                    return candidates, None
+                return candidates, getattr(self.proposer, "stop_reason", None) or StopReason(
+                    StopKind.EXHAUSTED, "proposer has no more candidates")
             candidates.append(candidate)
-        return candidates, ""
+        return candidates, None
 
     def _run_batch(self, ctx: SearchContext, history: list[AttemptRecord], candidates: list,
                    phase: str) -> list[AttemptRecord]:
@@ -348,16 +360,17 @@ class AgenticAutoML:
         reserve = self._refit_estimate + ensemble
         return self._started + self.time_budget - reserve
 
-    def _budget_spent(self, n_attempts: int) -> str:
-        """Why the shared budget stops the search now, or "" while some is left."""
+    def _budget_spent(self, n_attempts: int) -> StopReason | None:
+        """Why the shared budget stops the search now, or None while some is left."""
         if self.max_attempts is not None and n_attempts >= self.max_attempts:
-            return f"attempt budget spent: {n_attempts} of {self.max_attempts} attempts"
+            return StopReason(StopKind.ATTEMPTS, f"attempt budget spent: {n_attempts} of "
+                              f"{self.max_attempts} attempts")
         deadline = self._deadline()
         if deadline is not None and time.perf_counter() >= deadline:
             elapsed = time.perf_counter() - self._started
-            return (f"time budget spent: {elapsed:.1f}s of {self.time_budget:g}s "
-                    "(time for the refit kept back)")
-        return ""
+            return StopReason(StopKind.TIME, f"time budget spent: {elapsed:.1f}s of "
+                              f"{self.time_budget:g}s (time for the refit kept back)")
+        return None
 
     def _budget_settings(self) -> dict:
         settings: dict = {}

@@ -5,7 +5,32 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
+
+
+class StopKind(str, Enum):
+    """Why a search ended, as one value a proposer or the loop sets (the detail says more)."""
+
+    ITERATIONS = "max_iterations"
+    PATIENCE = "patience"
+    ATTEMPTS = "attempt_budget"
+    TIME = "time_budget"
+    COST = "cost_cap"
+    ENDPOINT = "endpoint_failure"
+    EXHAUSTED = "proposer_exhausted"
+    PROPOSER_ERROR = "proposer_error"
+
+
+@dataclass(frozen=True)
+class StopReason:
+    """``kind`` for code (tags, tests), ``detail`` for people."""
+
+    kind: StopKind
+    detail: str
+
+    def __str__(self) -> str:
+        return self.detail
 
 
 @dataclass(frozen=True)
@@ -15,6 +40,9 @@ class SolutionCandidate:
     trainer: str
     params: Mapping[str, Any] = field(default_factory=dict)
     rationale: str = ""
+    source: str = ""
+    """Who made it when the proposer has more than one way: ``llm``, or ``fallback`` (a
+    deterministic suggestion after the LLM's answers could not be used)."""
 
 
 @dataclass(frozen=True)
@@ -92,13 +120,17 @@ class EngineeringRun:
     n_iterations: int
     greater_is_better: bool = True
     best_attempt: AttemptRecord | None = None
-    stop_reason: str = ""
+    stop: StopReason | None = None
     dataset_name: str = ""
     task: str = ""
     refit_seconds: float = 0.0
     wall_seconds: float = 0.0
     preprocess_seconds: float = 0.0
     """Fitting each fold's preprocessing, once per style (shared by all candidates)."""
+
+    @property
+    def stop_reason(self) -> str:
+        return "" if self.stop is None else self.stop.detail
 
     @property
     def valid_attempts(self) -> list[AttemptRecord]:
@@ -111,6 +143,21 @@ class EngineeringRun:
         return (sum(a.fit_seconds for a in self.attempts) + self.refit_seconds
                 + self.preprocess_seconds)
 
+    def why_nothing_verified(self) -> str:
+        """What became of the attempts, as they are: failed, pruned, quarantined, rejected."""
+        counts: dict[str, int] = {}
+        for a in self.attempts:
+            counts[a.status] = counts.get(a.status, 0) + 1
+        if not self.attempts:
+            return "no attempt ran"
+        if counts.get("failed", 0) == len(self.attempts):
+            first = next(a.error for a in self.attempts if a.error)
+            return f"every attempt failed (first error: {first[:300]})"
+        parts = [f"{n} {status}" for status, n in sorted(counts.items())]
+        rejected = ("; the rejected did not beat the trivial baseline "
+                    f"{self.metric}={self.baseline_score:.4f}" if counts.get("rejected") else "")
+        return ", ".join(parts) + rejected
+
     def leaderboard(self) -> list[AttemptRecord]:
         """Attempts best first (verified before unverified, failures last)."""
         return sorted(self.attempts, key=lambda a: (not a.verdict.valid, -a.utility, a.index))
@@ -119,7 +166,6 @@ class EngineeringRun:
         head = (f"Agentic AutoML: {len(self.attempts)} attempts "
                 f"({len(self.valid_attempts)} verified)")
         if self.best_candidate is None:
-            return (f"{head}; nothing verified: no candidate beat the trivial baseline "
-                    f"{self.metric}={self.baseline_score:.4f}; nothing registered")
+            return f"{head}; nothing verified: {self.why_nothing_verified()}; nothing registered"
         return (f"{head}; best={self.best_candidate.trainer} {self.metric}={self.best_score:.4f} "
                 f"(baseline {self.baseline_score:.4f})")

@@ -21,7 +21,12 @@ class LLMUnavailable(Exception):
 
 
 class LLMOutputError(Exception):
-    """The endpoint answered, but not with JSON we can read."""
+    """The endpoint answered, but not with JSON we can read. ``reply`` (when the endpoint
+    answered at all) carries the text and token counts, for the re-ask and the accounting."""
+
+    def __init__(self, message: str, reply: LLMReply | None = None) -> None:
+        super().__init__(message)
+        self.reply = reply
 
 
 @dataclass
@@ -71,6 +76,8 @@ def extract_json(text: str) -> dict[str, Any]:
             continue
         if isinstance(value, dict):
             return value
+    if not text.strip():
+        raise LLMOutputError("the answer was empty")
     raise LLMOutputError(f"no JSON object in the answer: {text[:200]!r}")
 
 
@@ -120,12 +127,15 @@ class LLMClient:
             else:
                 text = response.choices[0].message.content or ""
                 usage = response.usage
-                data = json.loads(text) if self.mode != "text" and _is_json(text) \
-                    else extract_json(text)
-                return LLMReply(data, text, self.mode,
-                                getattr(usage, "prompt_tokens", 0) or 0,
-                                getattr(usage, "completion_tokens", 0) or 0,
-                                time.perf_counter() - started, attempt, errors)
+                reply = LLMReply({}, text, self.mode, getattr(usage, "prompt_tokens", 0) or 0,
+                                 getattr(usage, "completion_tokens", 0) or 0,
+                                 time.perf_counter() - started, attempt, errors)
+                try:
+                    reply.data = json.loads(text) if self.mode != "text" and _is_json(text) \
+                        else extract_json(text)
+                except LLMOutputError as exc:
+                    raise LLMOutputError(str(exc), reply) from None
+                return reply
             if attempt >= self.config.max_attempts:
                 raise LLMUnavailable(f"gave up after {attempt} attempts: {'; '.join(errors)}")
             time.sleep(self.config.backoff * 2 ** (attempt - 1))

@@ -39,11 +39,16 @@ class ReplayClient:
         if error and error.startswith("unavailable"):
             raise LLMUnavailable(f"replay: {error}")
         if error and error.startswith("unreadable"):
-            raise LLMOutputError(f"replay: {error}")
+            raise LLMOutputError(f"replay: {error}", LLMReply({}, rec.get("text", ""),
+                                                              rec.get("mode", "replay")))
         if error and error.startswith("skipped"):
             raise LLMUnavailable(f"replay: {error}")
         from mlflow_agentic.llm.client import extract_json
 
-        return LLMReply(extract_json(rec.get("text", "")), rec.get("text", ""),
+        try:
+            data = extract_json(rec.get("text", ""))
+        except LLMOutputError as exc:
+            raise LLMOutputError(str(exc), LLMReply({}, rec.get("text", ""), "replay")) from None
+        return LLMReply(data, rec.get("text", ""),
                         rec.get("mode", "replay"), rec.get("prompt_tokens", 0),
                         rec.get("completion_tokens", 0), 0.0, 1, [])

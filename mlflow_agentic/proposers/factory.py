@@ -32,7 +32,7 @@ def build_proposer(name: str, *, seed: int, trainers: Sequence[str], dataset,
 
         llm = llm or LLMOptions()
         if llm.recording is not None:
-            return LLMProposer.replay(llm.recording)
+            return LLMProposer.replay(llm.recording, seed=seed)
         if importlib.util.find_spec("openai") is None:
             raise UserInputError("the llm proposer needs the openai package: "
                                  "pip install -e '.[llm]'")
@@ -47,6 +47,19 @@ def build_proposer(name: str, *, seed: int, trainers: Sequence[str], dataset,
     if not candidates:
         return SequenceProposer.defaults(trainers)
     return load_candidates(candidates, trainers, dataset)
+
+
+def check_llm_endpoint(llm: LLMOptions, hint: str) -> None:
+    """Fail before anything is logged when the openai SDK is missing or the endpoint does not
+    answer at all; ``hint`` says what the user can do instead."""
+    if importlib.util.find_spec("openai") is None:
+        raise UserInputError("the llm proposer needs the openai package: pip install -e '.[llm]'")
+    from mlflow_agentic.llm.client import LLMClient, LLMConfig, LLMUnavailable
+
+    try:
+        LLMClient(LLMConfig(llm.model, llm.base_url)).check_reachable()
+    except LLMUnavailable as exc:
+        raise UserInputError(f"{exc}. {hint}") from exc
 
 
 def load_candidates(path: str, trainers: Sequence[str], dataset):

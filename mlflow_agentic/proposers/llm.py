@@ -3,19 +3,20 @@
 Seeds every allowed trainer at its defaults (no LLM call); each reflection sends aggregates,
 the search spaces, the leakage findings and the best attempts, and reads back a validated
 ``{trainer, params, rationale}``. What the LLM claims (``expected_score``) is recorded, never
-ranked. When the endpoint keeps failing, ``propose_next`` returns None and the search ends
-cleanly with what it has.
+ranked. An unusable answer is re-asked with what was wrong, then replaced by Optuna's next trial
+(``source="fallback"``): one bad answer never ends a search. Only the cost cap or an endpoint
+that keeps failing does (``stop_reason``), and the search then ends cleanly with what it has.
 """
 
 from __future__ import annotations
 
-import math
+import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from mlflow_agentic.engine.types import AttemptRecord, SolutionCandidate
+from mlflow_agentic.engine.types import AttemptRecord, SolutionCandidate, StopKind, StopReason
 from mlflow_agentic.trainers.registry import get_trainer
 
 
@@ -59,7 +60,7 @@ class LLMProposer:
                  api_key: str | None = None, *, timeout: float = 60.0, max_attempts: int = 4,
                  backoff: float = 0.5, max_cost_usd: float | None = None,
                  prices: dict[str, tuple[float, float]] | None = None, client=None,
-                 seed: int | None = None) -> None:
+                 seed: int | None = None, max_reasks: int = 2) -> None:
         from mlflow_agentic.llm.client import LLMClient, LLMConfig
         from mlflow_agentic.llm.pricing import price_table
 
@@ -69,14 +70,22 @@ class LLMProposer:
         self.prices = price_table(prices)
         self.context = None
         self.exchanges: list[Exchange] = []
-        self.stopped: str | None = None
+        self.max_reasks = max_reasks
+        """An unusable answer (prose, empty, truncated, off-schema) is re-asked this many times
+        with what was wrong; then the candidate comes from the fallback."""
+        self.seed = seed
+        self.stop_reason: StopReason | None = None
+        self.fallbacks = 0
+        self._fallback_proposer = None
+        self._told: set[int] = set()
 
     @classmethod
-    def replay(cls, exchanges: list[dict]) -> LLMProposer:
-        """Re-run a search with recorded answers and no network (``--replay``)."""
+    def replay(cls, exchanges: list[dict], seed: int | None = None) -> LLMProposer:
+        """Re-run a search with recorded answers and no network (``--replay``); the same
+        ``seed`` gives the same fallback suggestions."""
         from mlflow_agentic.llm.replay import ReplayClient
 
-        return cls(client=ReplayClient(exchanges))
+        return cls(client=ReplayClient(exchanges), seed=seed)
 
     @property
     def spent_usd(self) -> float:
@@ -90,68 +99,124 @@ class LLMProposer:
 
     def propose_next(self, dataset, history: Sequence[AttemptRecord], trainers: Sequence[str]
                      ) -> SolutionCandidate | None:
+        """Ask the LLM; re-ask an unusable answer with what was wrong (``max_reasks`` times),
+        then fall back to a deterministic suggestion. None only when the search must stop:
+        the cost cap, or an endpoint that keeps failing (``stop_reason`` says which)."""
+        from mlflow_agentic.llm.prompt import build_messages
+
+        messages = build_messages(self.context, history, trainers)
+        problem = ""
+        for _ in range(1 + self.max_reasks):
+            if not self._affordable(messages):
+                return None
+            exchange = self._call(messages, trainers)
+            if exchange is None:
+                return None
+            if exchange.candidate is not None:
+                return self._accept(dataset, exchange, trainers)
+            problem = exchange.error or "unusable answer"
+            messages = [*messages, {"role": "assistant", "content": exchange.text[:2000]},
+                        {"role": "user", "content": reask_message(problem, trainers)}]
+        return self._fallback(dataset, history, trainers, problem)
+
+    def observe(self, record: AttemptRecord) -> None:
+        if self._fallback_proposer is not None:
+            self._fallback_proposer.observe(record)
+            self._told.add(record.index)
+
+    # ---- one call -----------------------------------------------------------------------------
+    def _affordable(self, messages: list[dict]) -> bool:
+        if self.max_cost_usd is None:
+            return True
+        from mlflow_agentic.llm.pricing import estimate_next_cost
+
+        model = self.llm.config.model or ""
+        chars = sum(len(m["content"]) for m in messages)
+        previous = [(e.prompt_tokens, e.completion_tokens) for e in self.exchanges
+                    if e.completion_tokens]
+        estimate = estimate_next_cost(model, chars, self.prices, previous)
+        if self.spent_usd + estimate <= self.max_cost_usd:
+            return True
+        self.stop_reason = StopReason(StopKind.COST, (
+            f"cost cap: spent ${self.spent_usd:.4f}, the next LLM call (~${estimate:.4f}) "
+            f"would exceed ${self.max_cost_usd:.4f}"))
+        return False
+
+    def _call(self, messages: list[dict], trainers: Sequence[str]) -> Exchange | None:
+        """One exchange, reported. Its ``candidate`` holds the proposal (trainer checked, params
+        not yet), or ``error`` says why the answer cannot be used; None: the endpoint failed."""
         from pydantic import ValidationError
 
         from mlflow_agentic.llm.client import LLMOutputError, LLMUnavailable
-        from mlflow_agentic.llm.prompt import build_messages
+        from mlflow_agentic.llm.pricing import cost_usd
         from mlflow_agentic.llm.schema import Proposal, proposal_schema
 
         model = self.llm.config.model or ""
-        exchange = Exchange(build_messages(self.context, history, trainers), model=model)
-        if self.max_cost_usd is not None:
-            from mlflow_agentic.llm.pricing import estimate_next_cost
-
-            chars = sum(len(m["content"]) for m in exchange.messages)
-            previous = [(e.prompt_tokens, e.completion_tokens) for e in self.exchanges
-                        if e.completion_tokens]
-            estimate = estimate_next_cost(model, chars, self.prices, previous)
-            if self.spent_usd + estimate > self.max_cost_usd:
-                self.stopped = (f"cost budget: spent ${self.spent_usd:.4f}, the next call "
-                                f"(~${estimate:.4f}) would exceed ${self.max_cost_usd:.4f}")
-                return None
+        exchange = Exchange(messages, model=model, started_ns=time.time_ns())
         self.exchanges.append(exchange)
-        exchange.started_ns = time.time_ns()
+        reply = None
         try:
-            reply = self.llm.complete_json(exchange.messages, proposal_schema(list(trainers)))
+            reply = self.llm.complete_json(messages, proposal_schema(list(trainers)))
         except LLMUnavailable as exc:
-            return self._give_up(exchange, f"unavailable: {exc}")
+            exchange.error = f"unavailable: {exc}"
+            self.stop_reason = StopReason(StopKind.ENDPOINT, (
+                f"the LLM endpoint kept failing: {exc}"))
         except LLMOutputError as exc:
-            return self._give_up(exchange, f"unreadable answer: {exc}")
-        exchange.text, exchange.mode = reply.text, reply.mode
-        exchange.prompt_tokens, exchange.completion_tokens = reply.prompt_tokens, \
-            reply.completion_tokens
-        exchange.seconds, exchange.attempts = reply.seconds, reply.attempts
-        exchange.ended_ns = time.time_ns()
-        from mlflow_agentic.llm.pricing import cost_usd
-
-        exchange.cost_usd = cost_usd(model, reply.prompt_tokens, reply.completion_tokens,
-                                     self.prices)
-        try:
-            proposal = Proposal.model_validate(reply.data)
-        except ValidationError:
-            proposal = Proposal(trainer=str(reply.data.get("trainer", "")), params={})
-            exchange.notes.append("answer did not match the schema; params ignored")
-        exchange.claimed_score = proposal.expected_score
-        trainer = proposal.trainer
-        if trainer not in trainers:
-            fallback = _best_trainer(history, trainers)
-            exchange.notes.append(f"unknown trainer {trainer!r}: fell back to {fallback!r}")
-            trainer, params = fallback, {}
-        else:
-            params = self._in_space(dataset, trainer, proposal.params, exchange.notes)
-        rationale = " ".join([proposal.rationale.strip() or "(no rationale)",
-                              *(f"[{n}]" for n in exchange.notes)])
-        exchange.candidate = SolutionCandidate(trainer, params, rationale[:2000])
-        self._report(exchange)
-        return exchange.candidate
-
-    def _give_up(self, exchange: Exchange, error: str) -> None:
-        exchange.error = error
+            exchange.error = f"unreadable answer: {exc}"
+            reply = exc.reply
+        if reply is not None:
+            exchange.text, exchange.mode = reply.text, reply.mode
+            exchange.prompt_tokens = reply.prompt_tokens
+            exchange.completion_tokens = reply.completion_tokens
+            exchange.attempts = reply.attempts
+            exchange.cost_usd = cost_usd(model, reply.prompt_tokens, reply.completion_tokens,
+                                         self.prices)
+        if reply is not None and exchange.error is None:
+            try:
+                proposal = Proposal.model_validate(reply.data)
+            except ValidationError as exc:
+                exchange.error = "off-schema answer: " + "; ".join(
+                    f"{'.'.join(map(str, e['loc'])) or 'answer'}: {e['msg']}"
+                    for e in exc.errors())
+            else:
+                exchange.claimed_score = proposal.expected_score
+                if proposal.trainer not in trainers:
+                    exchange.error = (f"off-schema answer: trainer {proposal.trainer!r} is not "
+                                      f"one of {', '.join(trainers)}")
+                else:
+                    exchange.candidate = SolutionCandidate(
+                        proposal.trainer, dict(proposal.params), proposal.rationale.strip(),
+                        source="llm")
         exchange.ended_ns = time.time_ns()
         exchange.seconds = (exchange.ended_ns - exchange.started_ns) / 1e9
-        self.stopped = error
         self._report(exchange)
-        return None
+        return None if self.stop_reason is not None else exchange
+
+    def _accept(self, dataset, exchange: Exchange, trainers: Sequence[str]) -> SolutionCandidate:
+        proposal = exchange.candidate
+        params = self._in_space(dataset, proposal.trainer, proposal.params, exchange.notes)
+        rationale = " ".join([proposal.rationale or "(no rationale)",
+                              *(f"[{n}]" for n in exchange.notes)])
+        exchange.candidate = SolutionCandidate(proposal.trainer, params, rationale[:2000],
+                                               source="llm")
+        return exchange.candidate
+
+    def _fallback(self, dataset, history: Sequence[AttemptRecord], trainers: Sequence[str],
+                  problem: str) -> SolutionCandidate:
+        """Optuna's next trial (seeded), told every attempt so far: the search goes on."""
+        from mlflow_agentic.proposers.optuna import OptunaProposer
+
+        if self._fallback_proposer is None:
+            self._fallback_proposer = OptunaProposer(seed=self.seed or 0, seed_defaults=False)
+        optuna = self._fallback_proposer
+        for record in history:
+            if record.index not in self._told:
+                optuna.learn(dataset, record, trainers)
+                self._told.add(record.index)
+        self.fallbacks += 1
+        return optuna.suggest(dataset, trainers, source="fallback", why=(
+            f" as the fallback after {1 + self.max_reasks} unusable LLM answers (last: "
+            f"{problem[:300]})"))
 
     def _report(self, exchange: Exchange) -> None:
         emit = getattr(self.context, "emit", None)
@@ -179,12 +244,11 @@ class LLMProposer:
         return kept
 
 
-def _best_trainer(history: Sequence[AttemptRecord], trainers: Sequence[str]) -> str:
-    ranked = [a for a in history if a.verdict.valid and math.isfinite(a.utility)
-              and a.candidate.trainer in trainers]
-    if ranked:
-        return max(ranked, key=lambda a: a.utility).candidate.trainer
-    return trainers[0]
+def reask_message(problem: str, trainers: Sequence[str]) -> str:
+    """The follow-up after an unusable answer: what was wrong and the exact shape wanted."""
+    return (f"Your answer could not be used: {problem[:500]}. Reply with exactly one JSON "
+            'object and nothing else: {"trainer": one of ' + json.dumps(list(trainers))
+            + ', "params": {...}, "rationale": "...", "expected_score": 0.0}')
 
 
 AgentSolutionProposer = LLMProposer

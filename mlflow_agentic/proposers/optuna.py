@@ -58,6 +58,16 @@ class OptunaProposer:
             self._create_study(dataset, trainers)
         return self._ask(dataset, trainers, None)
 
+    def suggest(self, dataset, trainers: Sequence[str], *, why: str = "",
+                source: str = "") -> SolutionCandidate:
+        """The study's next trial for another proposer (the LLM's fallback): ``why`` is added
+        to the rationale, ``source`` marks the candidate; its result is told by ``observe``."""
+        if self.study is None:
+            self._create_study(dataset, trainers)
+        trial = self.study.ask()
+        return self._candidate(dataset, trainers, trial,
+                               f"{self._rationale(trial)}{why}", source)
+
     def observe(self, record: AttemptRecord) -> None:
         """Tell the study the CV score (as a higher-is-better utility), or FAIL (failed or
         quarantined: a leaky region must not attract the sampler)."""
@@ -73,6 +83,31 @@ class OptunaProposer:
             self.study.tell(trial, state=TrialState.FAIL)
         else:
             self.study.tell(trial, record.utility)
+
+    def learn(self, dataset, record: AttemptRecord, trainers: Sequence[str]) -> None:
+        """Tell the study about an attempt someone else proposed (its params as a finished
+        trial), so a study started late (the LLM's fallback) learns from the whole search."""
+        import optuna
+        from optuna.distributions import CategoricalDistribution
+        from optuna.trial import TrialState
+
+        name = record.candidate.trainer
+        if self.study is None:
+            self._create_study(dataset, trainers)
+        if name not in trainers:
+            return
+        params, dists = {TRAINER_PARAM: name}, {TRAINER_PARAM: CategoricalDistribution(
+            list(trainers))}
+        for key, spec in get_trainer(name).space(dataset).items():
+            value = record.params.get(key)
+            if spec.contains(value):
+                params[_param_name(name, key)] = value
+                dists[_param_name(name, key)] = spec.distribution()
+        ok = not (record.failed or record.pruned is not None or record.verdict.quarantined
+                  or not math.isfinite(record.utility))
+        self.study.add_trial(optuna.trial.create_trial(
+            params=params, distributions=dists, value=record.utility if ok else None,
+            state=TrialState.COMPLETE if ok else TrialState.FAIL))
 
     # ---- internals --------------------------------------------------------------------------
     def _create_study(self, dataset, trainers: Sequence[str]) -> None:
@@ -97,10 +132,13 @@ class OptunaProposer:
 
     def _ask(self, dataset, trainers: Sequence[str], rationale: str | None) -> SolutionCandidate:
         trial = self.study.ask()
+        return self._candidate(dataset, trainers, trial, rationale or self._rationale(trial))
+
+    def _candidate(self, dataset, trainers: Sequence[str], trial, rationale: str,
+                   source: str = "") -> SolutionCandidate:
         name = trial.suggest_categorical(TRAINER_PARAM, list(trainers))
         space = get_trainer(name).space(dataset)
         params = {k: spec.suggest(trial, _param_name(name, k)) for k, spec in space.items()}
-        candidate = SolutionCandidate(
-            name, params, rationale or self._rationale(trial))
+        candidate = SolutionCandidate(name, params, rationale, source=source)
         self._pending[id(candidate)] = (candidate, trial)
         return candidate

@@ -205,6 +205,7 @@ class MlflowTracker(SearchObserver):
             "trainer": record.candidate.trainer, "verdict": status,
             "verdict.valid": str(record.verdict.valid).lower(),
             "verdict.reason": record.verdict.reason, "proposer": record.proposer,
+            "proposal_source": record.candidate.source or record.phase,
             "rationale": record.candidate.rationale or "-", "attempt.phase": record.phase,
             "mlflow.note.content": (f"**{status}**: {record.verdict.reason}\n\n"
                                     f"Rationale: {record.candidate.rationale or '-'}"),
@@ -229,7 +230,8 @@ class MlflowTracker(SearchObserver):
                    "n_quarantined": sum(a.verdict.quarantined for a in run.attempts),
                    "n_iterations": run.n_iterations, "search_seconds": run.wall_seconds,
                    "fit_seconds": run.fit_seconds}
-        tags = {"stop_reason": run.stop_reason, "summary": run.summary()}
+        tags = {"stop_reason": run.stop_reason, "summary": run.summary(),
+                "stop_kind": run.stop.kind.value if run.stop else "none"}
         best = run.best_attempt
         if best is not None:
             metrics[f"best_cv_{m}"] = run.best_score

@@ -29,6 +29,11 @@ class IntParam:
     def suggest(self, trial, name: str) -> int:
         return trial.suggest_int(name, self.low, self.high, log=self.log)
 
+    def distribution(self):
+        from optuna.distributions import IntDistribution
+
+        return IntDistribution(self.low, self.high, log=self.log)
+
     def describe(self) -> str:
         return f"int in [{self.low}, {self.high}]{' (log)' if self.log else ''}"
 
@@ -54,6 +59,11 @@ class FloatParam:
     def suggest(self, trial, name: str) -> float:
         return trial.suggest_float(name, self.low, self.high, log=self.log)
 
+    def distribution(self):
+        from optuna.distributions import FloatDistribution
+
+        return FloatDistribution(self.low, self.high, log=self.log)
+
     def describe(self) -> str:
         return f"float in [{self.low:g}, {self.high:g}]{' (log)' if self.log else ''}"
 
@@ -76,6 +86,11 @@ class CategoricalParam:
 
     def suggest(self, trial, name: str) -> Any:
         return trial.suggest_categorical(name, list(self.choices))
+
+    def distribution(self):
+        from optuna.distributions import CategoricalDistribution
+
+        return CategoricalDistribution(list(self.choices))
 
     def describe(self) -> str:
         return f"one of {list(self.choices)}"
