@@ -66,7 +66,8 @@ def build_briefing(train, *, cv: int = 5, cv_scheme: str | None = "auto", random
         train = train.exclude({train.group_column: "group column: identifies the group, "
                                                    "not the outcome"})
     scheme, reason = resolve_scheme(train, cv_scheme)
-    findings: list[Finding] = []
+    findings: list[Finding] = [Finding("data_read", "warning" if "infinite" in note else "info",
+                                       note) for note in train.notes]
     findings += leakage.check_single_feature(train)
     findings += leakage.check_missing_separation(train)
     findings += leakage.check_imbalance(train)

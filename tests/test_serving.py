@@ -114,3 +114,18 @@ def test_champion_serves_raw_rows_unseen_categories_and_missing_columns(served_c
     body = response.json()
     assert "tenure" in body["message"] and "missing" in body["message"].lower()
     assert "stack_trace" not in body and "Traceback" not in response.text
+
+
+def test_a_value_that_is_not_a_number_is_refused_with_the_column(served_champion, champion):
+    search, frame = champion
+    rows = frame.drop(columns=["Churn"]).tail(3).copy()
+    rows["tenure"] = rows["tenure"].astype(object)
+    rows.loc[rows.index[0], "tenure"] = "abc"
+    response = _post(served_champion, rows)
+    assert response.status_code == 400, response.text
+    message = response.json()["message"]
+    assert "column 'tenure' is numeric, but got 'abc' in 1 row(s)" in message
+    rows.loc[rows.index[0], "tenure"] = " "  # a blank stays "missing", imputed as in training
+    response = _post(served_champion, rows)
+    assert response.status_code == 200, response.text
+    assert response.json()["predictions"] == list(search.result.run.model.predict(rows))

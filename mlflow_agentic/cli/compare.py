@@ -9,6 +9,7 @@ import click
 from mlflow_agentic.cli.options import (
     WholeNumber,
     blank_to_none,
+    encoding_option,
     exit_on_user_error,
     optional_float,
     split_from,
@@ -64,12 +65,13 @@ DATA_SUFFIXES = (".csv", ".parquet", ".pq")
 @click.option("--output", callback=blank_to_none, type=click.Path(file_okay=False),
               help="Also write the report (Markdown, HTML, PNG, JSON) to this directory.")
 @split_options
+@encoding_option
 @click.option("--quiet", is_flag=True, help="No progress bars; print the tables only.")
 def compare_command(data, target, proposers, budget_iterations, time_budget, seeds, split_seed,
                     trainers, cv, metric, margin, candidates, llm_model, llm_base_url,
                     max_cost_usd, llm_replay, experiment, tracking_uri, output, time_column,
                     group_column, holdout_fraction, post_outcome_columns, cv_scheme,
-                    keep_flagged_columns, quiet) -> None:
+                    keep_flagged_columns, encoding, quiet) -> None:
     """Compare proposers on DATA fairly: one sealed holdout, one set of CV folds, one verifier
     and one budget shared by every proposer x seed; each is a search run tagged with the
     comparison id, nested under a comparison run that holds the report."""
@@ -89,7 +91,8 @@ def compare_command(data, target, proposers, budget_iterations, time_budget, see
             trainers=split_list(trainers), margin=margin,
             keep_flagged_columns=keep_flagged_columns, candidates=candidates,
             llm=LLMOptions(llm_model, llm_base_url, max_cost_usd), llm_replay=llm_replay)
-        _compare(_datasets(data, target), options, experiment, tracking_uri, output, quiet)
+        _compare(_datasets(data, target, encoding), options, experiment, tracking_uri, output,
+                 quiet)
 
     exit_on_user_error(work)
 
@@ -103,7 +106,7 @@ def _seeds(text: str) -> list[int]:
                              "e.g. 1,2,3") from exc
 
 
-def _datasets(data: tuple[str, ...], target: str | None) -> list:
+def _datasets(data: tuple[str, ...], target: str | None, encoding: str | None = None) -> list:
     """Every file named, or every CSV/Parquet file inside a named directory."""
     from mlflow_agentic.data import Dataset
 
@@ -120,7 +123,7 @@ def _datasets(data: tuple[str, ...], target: str | None) -> list:
             paths.append(path)
     if not paths:
         raise UserInputError("--data: give at least one CSV/Parquet file or directory")
-    return [Dataset.from_path(p, target) for p in dict.fromkeys(paths)]
+    return [Dataset.from_path(p, target, encoding=encoding) for p in dict.fromkeys(paths)]
 
 
 def _compare(datasets, options, experiment, tracking_uri, output, quiet) -> None:

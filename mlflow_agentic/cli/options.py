@@ -55,10 +55,25 @@ def optional_float(ctx, param, value):
         raise click.BadParameter(f"{value!r} is not a number") from exc
 
 
+def threshold(ctx, param, value):
+    """A finite number >= 0 (a NaN or a negative threshold would disable a gate)."""
+    import math
+
+    value = optional_float(ctx, param, value)
+    if value is not None and not (math.isfinite(value) and value >= 0):
+        raise click.BadParameter(f"{value!r}: expected a finite number >= 0, e.g. 0.05")
+    return value
+
+
 def split_list(value):
     if not value:
         return None
     return [v.strip() for v in str(value).replace(" ", ",").split(",") if v.strip()] or None
+
+
+encoding_option = click.option(
+    "--encoding", callback=blank_to_none,
+    help="Text encoding of a CSV file, e.g. latin-1 [default: UTF-8, else detected].")
 
 
 def split_options(command: Callable) -> Callable:

@@ -10,6 +10,7 @@ import click
 from mlflow_agentic.cli.options import (
     WholeNumber,
     blank_to_none,
+    encoding_option,
     exit_on_user_error,
     optional_float,
     process_started,
@@ -81,12 +82,13 @@ from mlflow_agentic.proposers.factory import (
               help="Re-run an LLM search from its recorded answers (a run id or a "
                    "llm_exchanges.jsonl path): no network.")
 @split_options
+@encoding_option
 @click.option("--quiet", is_flag=True, help="No progress display; print the summary only.")
 def run_command(data, target, proposer, trainers, max_iterations, patience, time_budget, n_jobs,
                 no_ensemble, no_prune, cv, metric, register_name, no_register, experiment, seed,
                 candidates, optuna_storage, margin, tracking_uri, time_column, group_column,
                 holdout_fraction, post_outcome_columns, cv_scheme, keep_flagged_columns,
-                llm_model, llm_base_url, max_cost_usd, replay, quiet) -> None:
+                llm_model, llm_base_url, max_cost_usd, replay, encoding, quiet) -> None:
     """Search for a verified model on DATA and register the best in MLflow.
 
     The holdout is sealed first; the search sees only the training rows; every attempt is scored
@@ -115,19 +117,21 @@ def run_command(data, target, proposer, trainers, max_iterations, patience, time
              keep_flagged_columns=keep_flagged_columns,
              llm={"model": llm_model, "base_url": llm_base_url, "max_cost_usd": max_cost_usd,
                   "replay": replay},
-             quiet=quiet))
+             encoding=encoding, quiet=quiet))
 
 
 def _run(*, data, target, proposer, trainers, max_iterations, patience, search, cv, metric,
          register_name, register, experiment, seed, candidates, optuna_storage, margin,
-         tracking_uri, split, cv_scheme, keep_flagged_columns, llm, quiet) -> None:
+         tracking_uri, split, cv_scheme, keep_flagged_columns, llm, encoding, quiet) -> None:
     from mlflow_agentic.data import Dataset
     from mlflow_agentic.metrics import resolve_metric
     from mlflow_agentic.search import run_search
     from mlflow_agentic.trainers import resolve_trainers
     from mlflow_agentic.verify import DeterministicVerifier
 
-    dataset = Dataset.from_path(data, target)
+    dataset = Dataset.from_path(data, target, encoding=encoding)
+    for note in dataset.notes:
+        click.secho(f"note: {note}", fg="yellow", err=True)
     resolve_metric(metric, dataset.task)  # fail before anything is logged
     allowed = resolve_trainers(trainers, dataset.task)
     if candidates and proposer != "sequence":

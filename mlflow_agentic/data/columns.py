@@ -96,8 +96,9 @@ def infer_column(name: str, series: pd.Series) -> ColumnInfo:
     if pd.api.types.is_datetime64_any_dtype(series):
         return ColumnInfo(kind="datetime", reason="datetime dtype", **base)
     if pd.api.types.is_numeric_dtype(series):
+        values = non_null.to_numpy(dtype=float)
         integral = pd.api.types.is_integer_dtype(series) or bool(
-            np.all(np.mod(non_null.to_numpy(dtype=float), 1) == 0)
+            np.all(np.mod(values[np.isfinite(values)], 1) == 0)
         )
         if integral and unique_share >= ID_MIN_UNIQUE_SHARE and len(non_null) >= 20 and (
             named_like_id or non_null.is_monotonic_increasing or non_null.is_monotonic_decreasing

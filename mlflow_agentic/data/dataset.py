@@ -28,6 +28,12 @@ TASKS = ("binary", "multiclass", "regression")
 TARGET_NAMES = ("target", "label", "churn", "churned", "y")
 """Column names (case-insensitive) that are taken as the target when none is given."""
 MULTICLASS_MAX_CLASSES = 20
+"""A numeric target with at most this many integer values (and few per row) is a class label."""
+MAX_CLASSES = 100
+"""More classes than this is not a classification we can cross-validate (an ID, free text)."""
+NUMERIC_TARGET_MIN_SHARE = 0.9
+"""A text target whose values parse as numbers this often is a number with bad cells."""
+DELIMITERS = (",", ";", "\t", "|")
 SUPPORTED_SUFFIXES = (".csv", ".tsv", ".txt", ".parquet", ".pq")
 
 
@@ -70,6 +76,7 @@ class Dataset:
             raise UserInputError(f"the data{where} has no rows or no columns")
         df = df.copy()
         df.columns = [str(c) for c in df.columns]
+        _refuse_duplicate_columns(list(df.columns), where)
         if target is None:
             target = infer_target(list(df.columns), where=where)
         elif target not in df.columns:
@@ -83,12 +90,21 @@ class Dataset:
         missing = _missing_mask(y_raw)
         if missing.all():
             raise UserInputError(f"target {target!r} is missing in all {len(df)} rows{where}")
+        if _is_text(y_raw) and _numeric_share(y_raw) != 1.0 and y_raw.nunique() > 2:
+            _refuse_numbers_with_text(y_raw, target, where)
         notes = []
         if missing.any():
             notes.append(f"dropped {int(missing.sum())} rows whose target {target!r} is missing")
             df = df.loc[~missing].reset_index(drop=True)
         if _is_text(df[target]) and _numeric_share(df[target]) == 1.0 and df[target].nunique() > 2:
             df[target] = parse_numeric_text(df[target])
+        if task != "regression" and pd.api.types.is_numeric_dtype(df[target]):
+            infinite = np.isinf(df[target].to_numpy(dtype=float))
+            if infinite.any():
+                raise UserInputError(
+                    f"target {target!r} is infinite in {int(infinite.sum())} rows{where} (first: "
+                    f"{_row(int(np.flatnonzero(infinite)[0]), where)}); a target must be "
+                    "finite: fix or blank those cells (rows with a blank target are dropped)")
 
         task = task or infer_task(df[target])
         if task not in TASKS:
@@ -102,6 +118,7 @@ class Dataset:
                     " a classifier needs at least two"
                 )
             classes = tuple(v.item() if hasattr(v, "item") else v for v in values)
+            _refuse_too_many_classes(df[target], target, len(classes), where)
             if task == "binary" and len(classes) != 2:
                 raise UserInputError(
                     f"task 'binary' needs exactly 2 classes; target {target!r} has {len(classes)}"
@@ -114,6 +131,11 @@ class Dataset:
             if info.kind == "numeric":
                 df[c] = (parse_numeric_text(df[c]) if info.numeric_text
                          else pd.to_numeric(df[c], errors="coerce")).astype(float)
+                infinite = np.isinf(df[c].to_numpy())
+                if infinite.any():  # as a model sees it at prediction time: missing, imputed
+                    df.loc[infinite, c] = np.nan
+                    notes.append(f"column {c!r}: {int(infinite.sum())} infinite values read "
+                                 "as missing")
         if not any(info.is_feature for info in columns.values()):
             raise UserInputError(
                 f"no usable feature columns{where}: "
@@ -125,12 +147,16 @@ class Dataset:
 
     @classmethod
     def from_path(cls, path: str | Path, target: str | None = None, *,
-                  task: str | None = None, name: str | None = None) -> Dataset:
-        """Read a CSV (or TSV) or Parquet file and build the dataset."""
+                  task: str | None = None, name: str | None = None,
+                  encoding: str | None = None) -> Dataset:
+        """Read a CSV (or TSV) or Parquet file and build the dataset. ``encoding``: of a CSV
+        (default: UTF-8, else detected, with a note)."""
         path = Path(path)
-        df = read_table(path)
-        return cls.from_frame(df, target, task=task, name=name or dataset_name(path),
-                              source=str(path))
+        df = read_table(path, encoding=encoding)
+        dataset = cls.from_frame(df, target, task=task, name=name or dataset_name(path),
+                                 source=str(path))
+        dataset.notes[:0] = df.attrs.get("read_notes", [])
+        return dataset
 
     # ---- views --------------------------------------------------------------------------
     @property
@@ -203,8 +229,13 @@ def dataset_name(path: Path) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", stem).strip("-") or "dataset"
 
 
-def read_table(path: Path) -> pd.DataFrame:
-    """CSV/TSV/Parquet into a frame, with errors that name the file and the problem."""
+def read_table(path: Path, encoding: str | None = None) -> pd.DataFrame:
+    """CSV/TSV/Parquet into a frame, with errors that name the file and the problem.
+
+    A CSV is read as UTF-8 unless ``encoding`` is given; a file that is not UTF-8 is read with
+    the detected encoding. The delimiter is ``,`` (``\\t`` for .tsv) unless the header shows
+    another one (``;``, ``|``, tab). What was detected is in ``df.attrs["read_notes"]``.
+    """
     if not path.exists():
         raise UserInputError(f"data file not found: {path}")
     if path.is_dir():
@@ -218,19 +249,133 @@ def read_table(path: Path) -> pd.DataFrame:
         )
     if path.stat().st_size == 0:
         raise UserInputError(f"data file is empty: {path}")
+    notes: list[str] = []
     try:
         if kind == "parquet":
             df = pd.read_parquet(path)
         else:
-            sep = "\t" if ".tsv" in suffixes else ","
-            df = pd.read_csv(path, sep=sep)
+            df = _read_csv(path, "\t" if ".tsv" in suffixes else ",", encoding, notes)
+    except UserInputError:
+        raise
     except pd.errors.EmptyDataError as exc:
         raise UserInputError(f"data file has no columns: {path}") from exc
+    except LookupError as exc:
+        raise UserInputError(f"unknown encoding {encoding!r} for {path}: {exc}") from exc
     except (UnicodeDecodeError, pd.errors.ParserError, OSError, ValueError) as exc:
-        raise UserInputError(f"cannot read {path} as {kind.upper()}: {exc}") from exc
+        hint = " (pass --encoding, e.g. --encoding latin-1)" if isinstance(
+            exc, UnicodeDecodeError) else ""
+        raise UserInputError(f"cannot read {path} as {kind.upper()}: {exc}{hint}") from exc
     if df.empty:
         raise UserInputError(f"data file has a header but no rows: {path}")
+    df.attrs["read_notes"] = notes
     return df
+
+
+def _read_csv(path: Path, sep: str, encoding: str | None, notes: list[str]) -> pd.DataFrame:
+    if encoding is None:
+        try:
+            header = _header(path, sep, "utf-8")
+            encoding = "utf-8"
+        except UnicodeDecodeError:
+            encoding = _detect_encoding(path)
+            notes.append(f"{path.name} is not UTF-8: read as {encoding}")
+    header = _header(path, sep, encoding)
+    if len(header) == 1:  # one column: maybe another delimiter
+        found = max(DELIMITERS, key=lambda d: header[0].count(d))
+        if found != sep and header[0].count(found) > 0:
+            notes.append(f"{path.name}: columns separated by {found!r}")
+            sep = found
+            header = _header(path, sep, encoding)
+    _refuse_duplicate_columns([str(c) for c in header], f" in {path}")
+    return pd.read_csv(path, sep=sep, encoding=encoding)
+
+
+def _header(path: Path, sep: str, encoding: str) -> list:
+    """The first row as written (pandas renames duplicate names; this does not). Decoding the
+    whole file checks the encoding before anything is parsed."""
+    frame = pd.read_csv(path, sep=sep, encoding=encoding, header=None, nrows=1, dtype=str)
+    if encoding.lower().replace("_", "-") in ("utf-8", "utf8"):
+        import codecs
+
+        decoder = codecs.getincrementaldecoder("utf-8")()
+        with _open_maybe_compressed(path) as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                decoder.decode(block)
+            decoder.decode(b"", final=True)
+    return [("" if pd.isna(v) else str(v)) for v in frame.iloc[0].tolist()]
+
+
+def _open_maybe_compressed(path: Path):
+    import bz2
+    import gzip
+    import lzma
+
+    opener = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}.get(path.suffix.lower())
+    return opener(path, "rb") if opener else open(path, "rb")  # noqa: SIM115
+
+
+def _detect_encoding(path: Path) -> str:
+    """The encoding of a non-UTF-8 text file (charset-normalizer when installed, else cp1252,
+    else latin-1, which decodes any bytes)."""
+    with _open_maybe_compressed(path) as fh:
+        sample = fh.read(1 << 20)
+    try:
+        from charset_normalizer import from_bytes
+
+        best = from_bytes(sample).best()
+        if best is not None and best.encoding not in ("utf_8", "ascii"):
+            return best.encoding.replace("_", "-")
+    except ImportError:
+        pass
+    try:
+        sample.decode("cp1252")
+        return "cp1252"
+    except UnicodeDecodeError:
+        return "latin-1"
+
+
+def _refuse_duplicate_columns(names: list[str], where: str) -> None:
+    seen: dict[str, list[int]] = {}
+    for position, name in enumerate(names, start=1):
+        seen.setdefault(name, []).append(position)
+    twice = {n: p for n, p in seen.items() if len(p) > 1}
+    if twice:
+        listed = "; ".join(f"{n!r} (columns {', '.join(map(str, p))})" for n, p in twice.items())
+        raise UserInputError(f"column names appear more than once{where}: {listed}. Rename or "
+                             "drop the copies: each column needs its own name")
+
+
+def _refuse_numbers_with_text(target: pd.Series, name: str, where: str) -> None:
+    """A target that is a number in most rows and text in a few: a corrupted numeric target."""
+    values = blank_to_nan(target).dropna()
+    parsed = pd.to_numeric(values, errors="coerce")
+    share = float(parsed.notna().mean()) if len(values) else 0.0
+    if share < NUMERIC_TARGET_MIN_SHARE:
+        return
+    bad = values[parsed.isna()]
+    shown = ", ".join(f"{v!r} ({_row(i, where)})" for i, v in bad.head(3).items())
+    raise UserInputError(
+        f"target {name!r} is a number in {int(parsed.notna().sum())} of {len(values)} rows"
+        f"{where}, but not in {len(bad)}: {shown}. Fix or blank those cells (rows with a "
+        "blank target are dropped)")
+
+
+def _row(index, where: str) -> str:
+    """A row as the user finds it: the line of the file (header = line 1), else the index."""
+    return f"line {int(index) + 2}" if where else f"index {index}"
+
+
+def _refuse_too_many_classes(target: pd.Series, name: str, n_classes: int, where: str) -> None:
+    counts = target.value_counts()
+    singletons = int((counts == 1).sum())
+    if n_classes <= 2 or (n_classes <= MAX_CLASSES and singletons * 2 <= n_classes):
+        return
+    why = ("it looks like an identifier, not an outcome" if singletons * 2 > n_classes
+           else f"at most {MAX_CLASSES} classes can be cross-validated")
+    raise UserInputError(
+        f"target {name!r} has {n_classes} distinct values in {len(target)} rows{where}, "
+        f"{singletons} of them in a single row: {why}. Choose the outcome column with --target "
+        "(a class label repeated across rows, or a number for regression)")
 
 
 def infer_target(columns: list[str], where: str = "") -> str:

@@ -77,6 +77,10 @@ def seal_holdout(
                                  f"{', '.join(dataset.X.columns)}")
         if column is not None and column == dataset.target:
             raise UserInputError(f"the {role} column cannot be the target {column!r}")
+    if dataset.target in post_outcome_columns:
+        raise UserInputError(f"{dataset.target!r} is the target, not a post-outcome column: "
+                             "the holdout's target is always sealed. Post-outcome columns are "
+                             "features known only after the outcome")
     unknown = [c for c in post_outcome_columns if c not in dataset.X.columns]
     if unknown:
         raise UserInputError(f"unknown post-outcome column(s) {', '.join(map(repr, unknown))}. "
@@ -87,6 +91,15 @@ def seal_holdout(
     if not (isinstance(fraction, (int, float)) and 0 < fraction <= 0.5):
         raise UserInputError(f"holdout fraction must be in (0, 0.5], got {fraction!r}")
 
+    if dataset.task != "regression":
+        counts = dataset.y.value_counts()
+        if counts.min() < 2:
+            rare = counts[counts < 2]
+            raise UserInputError(
+                f"class{'es' if len(rare) > 1 else ''} "
+                f"{', '.join(repr(c) for c in rare.index[:5])} of target {dataset.target!r} "
+                f"{'have' if len(rare) > 1 else 'has'} a single row: a class needs rows to "
+                "learn from and rows to score on the holdout. Drop or merge those rows")
     n = dataset.n_rows
     n_holdout = math.ceil(fraction * n)
     if n - n_holdout < 2 or n_holdout < 1:

@@ -100,18 +100,22 @@ def make_splits(dataset, cv, random_state: int = 0, scheme: str = "auto"
     k = int(cv)
     if k < 2:
         raise UserInputError(f"cv must be at least 2 folds, got {k}")
-    if dataset.n_rows < k:
-        raise UserInputError(f"{dataset.n_rows} rows is fewer than cv={k} folds; "
-                             f"use --cv {max(2, dataset.n_rows)} or fewer, or more data")
-    scheme, _ = resolve_scheme(dataset, scheme)
     classification = dataset.task != "regression"
+    if dataset.n_rows < k:
+        limit = int(y.value_counts().min()) if classification else dataset.n_rows
+        fix = (f"use --cv {limit} or fewer, or more data" if limit >= 2 else "more data")
+        raise UserInputError(f"{dataset.n_rows} training rows is fewer than cv={k} folds; {fix}")
+    scheme, _ = resolve_scheme(dataset, scheme)
     if classification:
         counts = y.value_counts()
         if counts.min() < k:
+            least = int(counts.min())
+            fix = (f"use --cv {least} or fewer, or drop or merge that class" if least >= 2
+                   else "one row cannot be cross-validated at any --cv: drop or merge that "
+                        "class")
             raise UserInputError(
-                f"class {counts.idxmin()!r} of target {dataset.target!r} has "
-                f"{int(counts.min())} rows, fewer than cv={k} folds; lower --cv to "
-                f"{max(2, int(counts.min()))} or drop that class")
+                f"class {counts.idxmin()!r} of target {dataset.target!r} has {least} "
+                f"training row{'s' if least != 1 else ''}, fewer than cv={k} folds; {fix}")
     if scheme == "time":
         from mlflow_agentic.data.split import parse_time
 

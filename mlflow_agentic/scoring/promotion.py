@@ -11,6 +11,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from mlflow_agentic.errors import UserInputError
 from mlflow_agentic.metrics import METRICS
 from mlflow_agentic.scoring.holdout import gap_limit
 
@@ -34,6 +35,7 @@ class Decision:
 
 def evidence_problems(tags: Mapping[str, str], max_gap: float = DEFAULT_MAX_GAP) -> list[str]:
     """Why a version's recorded evidence does not hold (empty when it does)."""
+    check_max_gap(max_gap)
     status = tags.get("verdict.status")
     if status is None:
         return ["no verification evidence: this version was not registered by a verified "
@@ -54,6 +56,12 @@ def evidence_problems(tags: Mapping[str, str], max_gap: float = DEFAULT_MAX_GAP)
             problems.append(f"gap {gap:+.4f} exceeds {limit:.4f}: cross-validation flattered "
                             "it on its own holdout")
     return problems
+
+
+def check_max_gap(max_gap: float) -> None:
+    """A NaN or negative threshold would make every comparison false: refuse it."""
+    if not (isinstance(max_gap, (int, float)) and math.isfinite(max_gap) and max_gap >= 0):
+        raise UserInputError(f"max_gap must be a finite number >= 0, got {max_gap!r}")
 
 
 def decide(tags: Mapping[str, str], *, metric: str, challenger_score: float,

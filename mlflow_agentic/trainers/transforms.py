@@ -14,18 +14,46 @@ from sklearn.preprocessing import LabelEncoder
 MISSING_CATEGORY = "__missing__"
 
 
+MISSING_TOKENS = frozenset({"", "na", "n/a", "nan", "null", "none", "<na>", "#n/a", "?", "-"})
+"""Text that means "missing" in a numeric column (as pandas reads CSV files, plus ``?``)."""
+
+
+def refuse_input(message: str):
+    """Refuse a prediction request: an ``MlflowException`` (INVALID_PARAMETER_VALUE), which a
+    served model turns into HTTP 400 with this message; ValueError where mlflow is absent."""
+    try:
+        from mlflow.exceptions import MlflowException
+        from mlflow.protos.databricks_pb2 import INVALID_PARAMETER_VALUE
+    except ImportError:
+        raise ValueError(message) from None
+    raise MlflowException(message, error_code=INVALID_PARAMETER_VALUE)
+
+
 def to_numeric_frame(X):
-    """Coerce every column to float; text blanks and unparseable cells become NaN."""
+    """Coerce every column to float: numbers stored as text are parsed, blanks and missing
+    tokens become NaN, +-inf becomes NaN (as in training); any other text is refused."""
     frame = pd.DataFrame(X)
     if all(pd.api.types.is_float_dtype(t) for t in frame.dtypes):
+        values = frame.to_numpy()
+        if np.isinf(values).any():
+            frame = frame.where(~np.isinf(values))
         return frame  # typed when the data was read: nothing to do
     frame = frame.copy()
     for col in frame.columns:
         series = frame[col]
         if not pd.api.types.is_numeric_dtype(series) or pd.api.types.is_bool_dtype(series):
             series = series.astype("object").map(
-                lambda v: v.strip() if isinstance(v, str) else v).replace("", np.nan)
-        frame[col] = pd.to_numeric(series, errors="coerce").astype(float)
+                lambda v: v.strip() if isinstance(v, str) else v)
+            series = series.where(~series.map(
+                lambda v: isinstance(v, str) and v.lower() in MISSING_TOKENS), np.nan)
+        parsed = pd.to_numeric(series, errors="coerce").astype(float)
+        bad = parsed.isna() & series.notna()
+        if bad.any():
+            examples = ", ".join(repr(v) for v in series[bad].unique()[:3])
+            refuse_input(
+                f"column {col!r} is numeric, but got {examples} in {int(bad.sum())} row(s); "
+                "send a number, or null / an empty string for missing")
+        frame[col] = parsed.where(~np.isinf(parsed))
     return frame
 
 
