@@ -24,6 +24,10 @@ class SandboxError(AgenticError, RuntimeError):
     """The sandbox that runs proposer-written code failed (not the candidate's own error)."""
 
 
+class SearchTerminated(KeyboardInterrupt):
+    """SIGTERM during a search: handled like Ctrl-C (the runs under way end KILLED)."""
+
+
 def did_you_mean(value: str, choices: list[str] | tuple[str, ...]) -> str:
     """Format the valid choices, closest first, for an error message."""
     import difflib

@@ -10,6 +10,9 @@ import click
 from mlflow_agentic.errors import AgenticError
 
 EXIT_USER_ERROR = 2
+EXIT_FAILURE = 1
+EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143
 
 
 def blank_to_none(ctx, param, value):
@@ -127,10 +130,52 @@ def process_started() -> float:
     return now - max(0.0, age)
 
 
-def exit_on_user_error(work: Callable[[], None]) -> None:
-    """Run ``work``; a user error prints one red line and exits 2 (nothing half-written)."""
+def exit_on_user_error(work: Callable[[], None],
+                       kept: Callable[[], str] = lambda: "") -> None:
+    """Run ``work`` and turn every way it can end badly into one message and an exit code:
+    a user error 2 (nothing half-written), a failure 1, Ctrl-C 130, SIGTERM 143.
+    ``kept()`` says what the tracking store holds (for the interrupt and failure lines).
+    ``MLFLOW_AGENTIC_TRACEBACK=1`` adds the traceback of an unexpected error."""
+    import os
+    import signal
+
+    from mlflow_agentic.errors import SearchTerminated
+
+    def terminate(signum, frame):
+        raise SearchTerminated()
+
+    previous = signal.signal(signal.SIGTERM, terminate)
     try:
         work()
+    except SearchTerminated:
+        _stopped("terminated (SIGTERM)", kept())
+        sys.exit(EXIT_TERMINATED)
+    except KeyboardInterrupt:
+        _stopped("interrupted", kept())
+        sys.exit(EXIT_INTERRUPTED)
     except AgenticError as exc:
+        from mlflow_agentic.tracking.store import TrackingUnavailable
+
         click.secho(f"error: {exc}", fg="red", err=True)
-        sys.exit(EXIT_USER_ERROR)
+        sys.exit(EXIT_FAILURE if isinstance(exc, TrackingUnavailable) else EXIT_USER_ERROR)
+    except Exception as exc:  # a bug or an environment fault: one line, the runs marked FAILED
+        if os.environ.get("MLFLOW_AGENTIC_TRACEBACK"):
+            import traceback
+
+            traceback.print_exc()
+        what = kept()
+        click.secho(f"error: {type(exc).__name__}: {exc}", fg="red", err=True)
+        click.echo(("the search run is marked FAILED with this reason; kept: " + what + ". "
+                    if what else "") + "Set MLFLOW_AGENTIC_TRACEBACK=1 for the traceback.",
+                   err=True)
+        sys.exit(EXIT_FAILURE)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _stopped(how: str, kept: str) -> None:
+    if kept:
+        click.secho(f"{how}: kept {kept}; the attempt under way and the search run are marked "
+                    "KILLED; nothing was registered", fg="yellow", err=True)
+    else:
+        click.secho(f"{how}: nothing was recorded", fg="yellow", err=True)

@@ -107,6 +107,7 @@ def run_command(data, target, proposer, trainers, max_iterations, patience, time
         patience = 3 if patience is None else patience
     search = {"time_budget": time_budget, "started": started, "n_jobs": n_jobs,
               "ensemble": not no_ensemble, "prune": not no_prune}
+    state: dict = {}
     exit_on_user_error(lambda: _run(
              data=data, target=target, proposer=proposer, trainers=split_list(trainers),
              max_iterations=max_iterations, patience=patience, search=search, cv=cv,
@@ -117,12 +118,14 @@ def run_command(data, target, proposer, trainers, max_iterations, patience, time
              keep_flagged_columns=keep_flagged_columns,
              llm={"model": llm_model, "base_url": llm_base_url, "max_cost_usd": max_cost_usd,
                   "replay": replay},
-             encoding=encoding, quiet=quiet))
+             encoding=encoding, quiet=quiet, state=state),
+        kept=lambda: state["tracker"].recorded() if "tracker" in state else "")
 
 
 def _run(*, data, target, proposer, trainers, max_iterations, patience, search, cv, metric,
          register_name, register, experiment, seed, candidates, optuna_storage, margin,
-         tracking_uri, split, cv_scheme, keep_flagged_columns, llm, encoding, quiet) -> None:
+         tracking_uri, split, cv_scheme, keep_flagged_columns, llm, encoding, quiet,
+         state) -> None:
     from mlflow_agentic.data import Dataset
     from mlflow_agentic.metrics import resolve_metric
     from mlflow_agentic.search import run_search
@@ -151,9 +154,12 @@ def _run(*, data, target, proposer, trainers, max_iterations, patience, search, 
 
     from mlflow_agentic.progress import RichProgress
     from mlflow_agentic.tracking import MlflowTracker
+    from mlflow_agentic.tracking.store import check_store
 
-    tracker = MlflowTracker(experiment=experiment, register_name=register_name,
-                            register=register, tracking_uri=tracking_uri)
+    check_store(tracking_uri)  # before the holdout is sealed: a store we cannot use is input
+    tracker = state["tracker"] = MlflowTracker(experiment=experiment,
+                                               register_name=register_name,
+                                               register=register, tracking_uri=tracking_uri)
     outcome = run_search(
         dataset,
         # built only after the holdout is sealed
@@ -174,13 +180,17 @@ def _run(*, data, target, proposer, trainers, max_iterations, patience, search, 
     click.echo(f"search run: {tracker.parent_run_id} (tracking URI {mlflow.get_tracking_uri()})")
     if tracker.model_version is not None:
         mv = tracker.model_version
-        click.echo(f"registered: models:/{mv.name}@{tracker.alias} (version {mv.version})")
+        if tracker.alias_note.startswith(f"@{tracker.alias} ->"):
+            click.echo(f"registered: models:/{mv.name}@{tracker.alias} (version {mv.version})")
+        else:
+            click.secho(f"registered: models:/{mv.name} version {mv.version}; "
+                        f"{tracker.alias_note}", fg="yellow")
         click.echo(f"promote it: mlflow-agentic promote --model {mv.name}   (gate to "
                    "@champion)")
         click.echo(f"serve it:   mlflow models serve -m models:/{mv.name}@champion "
                    "--env-manager local -p 5001")
     elif result.best_candidate is None:
-        click.secho("nothing verified: no candidate beat the trivial baseline, so nothing was "
+        click.secho(f"nothing verified ({result.why_nothing_verified()}), so nothing was "
                     "registered", fg="yellow")
     click.echo(f"browse it:  mlflow ui --backend-store-uri {mlflow.get_tracking_uri()}")
 

@@ -142,8 +142,8 @@ class AgenticAutoML:
         pool.warm_up()  # workers import the scientific stack while the baseline and tracking run
         self._runner = BatchRunner(FoldData(dataset, splits, self.extra_X), pool, metric,
                                    self._make_pruner(), self.random_state)
-        self._notify("on_search_start", context)
-        try:
+        try:  # a failure from here on ends the observers' records too (FAILED, with why)
+            self._notify("on_search_start", context)
             run = self._search(context, pool)
             run.wall_seconds = time.perf_counter() - started
             run.preprocess_seconds = self._runner.folds.preprocess_seconds

@@ -105,13 +105,49 @@ def serving_signature(signature, model, dataset=None):
 
 def register(model_uri: str, name: str, tags: dict[str, Any], alias: str = DEFAULT_ALIAS,
              description: str = ""):
-    """Register ``model_uri`` under ``name`` with evidence tags, and point ``alias`` at it."""
+    """Register ``model_uri`` under ``name`` with evidence tags, and point ``alias`` at it
+    unless the version it points at now scores better on the same holdout (same digest and
+    metric): two searches finishing in any order leave the alias on the better one. Returns
+    the new version and a sentence on what became of the alias."""
     client = mlflow.MlflowClient()
     mv = mlflow.register_model(model_uri, name, tags={k: str(v) for k, v in tags.items()})
     if description:
         client.update_model_version(name, mv.version, description=description)
+    kept = _better_holder(client, name, alias, tags)
+    if kept is not None:
+        version, theirs, ours = kept
+        metric = tags["metric"]
+        note = (f"@{alias} stays on version {version}: it scores better on the same holdout "
+                f"({metric} {theirs:.4f} vs {ours:.4f} for version {mv.version})")
+        client.set_model_version_tag(name, mv.version, "alias_decision", note)
+        return mv, note
     client.set_registered_model_alias(name, alias, mv.version)
-    return mv
+    return mv, f"@{alias} -> version {mv.version}"
+
+
+def _better_holder(client, name: str, alias: str, tags: dict[str, Any]):
+    """(version, its score, ours) when the alias's current version beats ``tags`` on the same
+    evidence; else None (no holder, other evidence, or ours is at least as good)."""
+    from mlflow.exceptions import MlflowException
+
+    from mlflow_agentic.metrics import METRICS
+
+    metric = str(tags.get("metric", ""))
+    try:
+        current = client.get_model_version_by_alias(name, alias)
+    except MlflowException:
+        return None
+    key = f"holdout_{metric}"
+    digest = tags.get("holdout_digest")
+    same = (current.tags.get("metric") == metric and metric in METRICS and digest is not None
+            and current.tags.get("holdout_digest") == digest)
+    try:
+        theirs, ours = float(current.tags[key]), float(tags[key])
+    except (KeyError, TypeError, ValueError):
+        return None
+    if same and METRICS[metric].better(theirs, ours):
+        return current.version, theirs, ours
+    return None
 
 
 def download_run_artifact(run_id: str, artifact_path: str) -> str:

@@ -6,8 +6,11 @@ engine never imports mlflow.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import socket
+import sys
 import tempfile
 import time
 import warnings
@@ -21,6 +24,7 @@ from mlflow_agentic.engine.observer import SearchContext, SearchObserver
 from mlflow_agentic.engine.types import AttemptRecord, EngineeringRun, SolutionCandidate
 from mlflow_agentic.tracking import context as run_context
 from mlflow_agentic.tracking import models
+from mlflow_agentic.tracking.store import Retrying, RetryingClient
 from mlflow_agentic.trainers.registry import model_requirements
 
 TAG_MAX = 5000
@@ -28,6 +32,31 @@ TAG_MAX = 5000
 
 def _or_off(value):
     return "off" if value is None else value
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: alive
+        return True
+    return True
+
+
+def _say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _ranges(indices: list[int]) -> str:
+    """[1, 2, 3, 5] -> "1-3, 5"."""
+    spans: list[list[int]] = []
+    for i in sorted(indices):
+        if spans and i == spans[-1][1] + 1:
+            spans[-1][1] = i
+        else:
+            spans.append([i, i])
+    return ", ".join(f"{a}-{b}" if a != b else f"{a}" for a, b in spans)
 
 
 def _now_ms() -> int:
@@ -45,7 +74,7 @@ class MlflowTracker(SearchObserver):
                  register: bool = True, alias: str = models.DEFAULT_ALIAS,
                  run_name: str | None = None, tracking_uri: str | None = None,
                  auto_finish: bool = True, log_model: bool = True,
-                 tags: dict[str, str] | None = None) -> None:
+                 tags: dict[str, str] | None = None, say=None) -> None:
         self.experiment = experiment
         self.register_name = register_name
         self.register = register
@@ -63,6 +92,10 @@ class MlflowTracker(SearchObserver):
         self.child_run_ids: dict[int, str] = {}
         self.model_uri: str | None = None
         self.model_version = None
+        self.say = say or _say
+        """Where notes go while the search runs (store retries, stale runs): stderr."""
+        self.alias_note = ""
+        """What became of the alias at registration (moved, or kept on a better version)."""
         self._client = None
         self._ctx: SearchContext | None = None
         self._open_children: set[int] = set()
@@ -73,6 +106,8 @@ class MlflowTracker(SearchObserver):
         self._llm_trace_ids: list[str] = []
         self.search_id = run_context.new_search_id()
         self._context_token = None
+        self._retrying: Retrying | None = None
+        self._ended: list[int] = []
 
     # ---- search -----------------------------------------------------------------------------
     def on_search_start(self, context: SearchContext) -> None:
@@ -81,18 +116,25 @@ class MlflowTracker(SearchObserver):
         if self.tracking_uri:
             mlflow.set_tracking_uri(self.tracking_uri)
             mlflow.tracing.reset()  # traces follow the new store
-        self._client = mlflow.MlflowClient()
-        self._choose_experiment(ds)
+        uri = mlflow.get_tracking_uri()
+        if uri.startswith(("http://", "https://")):  # our retries say what happens; MLflow's
+            os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")  # are silent
+        self._retrying = Retrying(uri, self.recorded, say=lambda line: self.say(line))
+        self._client = RetryingClient(mlflow.MlflowClient(), self._retrying)
+        self._call("choosing the experiment", self._choose_experiment, ds)
         name = self.run_name or f"{ds.name}-{context.proposer_name}"
         # runs started from here on are ours: the run-context provider plugin tags them
         self._context_token = run_context.begin(search_id=self.search_id,
                                                 proposer=context.proposer_name,
                                                 dataset=ds.name)
-        run = mlflow.start_run(run_name=name, nested=mlflow.active_run() is not None)
+        run = self._call("starting the search run", mlflow.start_run, run_name=name,
+                         nested=mlflow.active_run() is not None)
         self.parent_run_id = run.info.run_id
         self._experiment_id = run.info.experiment_id
         self._source_name = run.data.tags.get("mlflow.source.name", "")
-        tags = {"mlflow.runName": name, "agentic.role": "search", "proposer":
+        self._notice_stale_searches()
+        tags = {"mlflow.runName": name, "agentic.role": "search", "agentic.host":
+                socket.gethostname(), "agentic.pid": str(os.getpid()), "proposer":
                 context.proposer_name, "dataset": ds.name, "task": ds.task, "target": ds.target,
                 "metric": metric.name, "status": "running", **run_context.search_tags(),
                 **self.tags}
@@ -120,8 +162,9 @@ class MlflowTracker(SearchObserver):
                                              targets=ds.target, name=ds.name)
             # `schema` is a cached property inferred from every value; settle it on a sample
             source.__dict__["schema"] = infer_signature(models.schema_sample(ds.frame)).inputs
-            mlflow.log_input(source, context="training")
-        mlflow.log_dict({c: vars(i) for c, i in ds.columns.items()}, "columns.json")
+            self._call("logging the dataset", mlflow.log_input, source, context="training")
+        self._call("logging columns.json", mlflow.log_dict,
+                   {c: vars(i) for c, i in ds.columns.items()}, "columns.json")
         if context.briefing is not None:
             self._log_briefing(context.briefing)
 
@@ -135,8 +178,10 @@ class MlflowTracker(SearchObserver):
             key = f"finding.{f.check}" + (f".{f.column}" if f.column else "")
             tags[key if key not in tags else f"{key}.{k}"] = f"{f.severity}: {f.message}"
         self._log_batch(self.parent_run_id, {}, {}, tags)
-        mlflow.log_dict([f.to_dict() for f in briefing.findings], "findings.json")
-        mlflow.log_dict(briefing.to_dict(), "briefing.json")
+        self._call("logging findings.json", mlflow.log_dict,
+                   [f.to_dict() for f in briefing.findings], "findings.json")
+        self._call("logging briefing.json", mlflow.log_dict, briefing.to_dict(),
+                   "briefing.json")
 
     def on_attempt_start(self, index: int, candidate: SolutionCandidate, phase: str) -> None:
         trainer = getattr(candidate, "trainer", "?")
@@ -222,6 +267,7 @@ class MlflowTracker(SearchObserver):
         self._log_batch(run_id, metrics, params, tags)
         self._client.set_terminated(run_id, "FAILED" if record.failed else "FINISHED")
         self._open_children.discard(record.index)
+        self._ended.append(record.index)
 
     def on_search_end(self, run: EngineeringRun) -> None:
         m = run.metric
@@ -270,12 +316,13 @@ class MlflowTracker(SearchObserver):
             note.append("Model not logged (a comparison run: evidence about the proposer).")
         elif run.model is not None and self.register:
             version = self._log_and_register(run, best, report)
-            note.append(f"Registered `{version.name}` version {version.version} "
-                        f"as `@{self.alias}`.")
+            note.append(f"Registered `{version.name}` version {version.version}: "
+                        f"{self.alias_note}.")
             tags.update({"registered_model": version.name,
                          "registered_version": str(version.version)})
         elif run.model is not None:
-            info = models.log_model(run.model, self._ctx.dataset, model_requirements(best))
+            info = self._call("logging the model", models.log_model, run.model,
+                              self._ctx.dataset, model_requirements(best))
             self.model_uri = info.model_uri
             note.append("Model logged, not registered (registration disabled).")
         else:
@@ -283,7 +330,7 @@ class MlflowTracker(SearchObserver):
             note.append("Nothing verified: no model was logged or registered.")
         tags["mlflow.note.content"] = "\n".join(note)
         self._log_batch(self.parent_run_id, metrics, {}, tags)
-        mlflow.end_run(status="FINISHED")
+        self._call("ending the search run", mlflow.end_run, status="FINISHED")
         run_context.end(self._context_token)
         self._context_token = None
 
@@ -315,16 +362,70 @@ class MlflowTracker(SearchObserver):
             self._client.log_artifact(self.parent_run_id, str(path), folder)
 
     def on_search_error(self, error: BaseException) -> None:
-        status = "KILLED" if isinstance(error, KeyboardInterrupt) else "FAILED"
-        for index in sorted(self._open_children):
-            self._client.set_terminated(self.child_run_ids[index], status)
-        self._open_children.clear()
-        if self.parent_run_id and mlflow.active_run() is not None:
-            self._log_batch(self.parent_run_id, {}, {},
-                            {"status": status.lower(), "error": f"{type(error).__name__}: {error}"})
-            mlflow.end_run(status=status)
-        run_context.end(self._context_token)
-        self._context_token = None
+        """The attempts under way and the search run end KILLED (an interrupt) or FAILED, with
+        the reason as a tag. With the store down, nothing more is sent."""
+        status = "KILLED" if isinstance(error, (KeyboardInterrupt, SystemExit)) else "FAILED"
+        reason = f"{type(error).__name__}: {error}"[:TAG_MAX]
+        try:
+            if self._retrying is not None and not self._retrying.down:
+                self._retrying.window = min(self._retrying.window, 30.0)
+                for index in sorted(self._open_children):
+                    self._client.set_terminated(self.child_run_ids[index], status)
+                if self.parent_run_id:
+                    self._log_batch(self.parent_run_id, {}, {},
+                                    {"status": status.lower(), "error": reason,
+                                     "kept": self.recorded() or "nothing"})
+        finally:
+            self._open_children.clear()
+            if self.parent_run_id and mlflow.active_run() is not None and \
+                    mlflow.active_run().info.run_id == self.parent_run_id:
+                with contextlib.suppress(Exception):  # the store may be down
+                    mlflow.end_run(status=status)
+            run_context.end(self._context_token)
+            self._context_token = None
+
+    def _notice_stale_searches(self) -> None:
+        """Search runs of this experiment left RUNNING by a process that is gone (kill -9, a
+        reboot): marked KILLED when provably dead (same host, no such pid), else pointed out."""
+        runs = self._client.search_runs(
+            [self._experiment_id], "tags.`agentic.role` = 'search' and attributes.status = "
+            "'RUNNING'", max_results=50)
+        host = socket.gethostname()
+        for run in runs:
+            run_id, tags = run.info.run_id, run.data.tags
+            if run_id == self.parent_run_id:
+                continue
+            pid = tags.get("agentic.pid", "")
+            if tags.get("agentic.host") == host and pid.isdigit() and not _alive(int(pid)):
+                children = self._client.search_runs(
+                    [self._experiment_id], f"tags.`mlflow.parentRunId` = '{run_id}' and "
+                    "attributes.status = 'RUNNING'", max_results=1000)
+                why = (f"its process {pid} on {host} was gone when search "
+                       f"{self.parent_run_id} started")
+                for child in children:
+                    self._client.set_terminated(child.info.run_id, "KILLED")
+                self._log_batch(run_id, {}, {}, {"status": "killed", "error": why})
+                self._client.set_terminated(run_id, "KILLED")
+                self.say(f"note: search run {run_id} was left RUNNING ({why}): marked it and "
+                         f"{len(children)} attempt(s) under way KILLED; its finished attempts "
+                         "stay recorded")
+            else:
+                self.say(f"note: search run {run_id} is still RUNNING (pid {pid or '?'} on "
+                         f"{tags.get('agentic.host', '?')}). If that process is gone, mark it: "
+                         f"python -c \"import mlflow; mlflow.MlflowClient().set_terminated("
+                         f"'{run_id}', 'KILLED')\"")
+
+    def recorded(self) -> str:
+        """What the store holds of this search, for messages after a failure."""
+        if not self.parent_run_id:
+            return ""
+        done = self._ended
+        attempts = (f"{len(done)} finished attempt{'s' if len(done) != 1 else ''} "
+                    f"({_ranges(done)})" if done else "no finished attempt")
+        return f"search run {self.parent_run_id} with {attempts}"
+
+    def _call(self, what: str, fn, *args, **kwargs):
+        return self._retrying.call(what, fn, *args, **kwargs)
 
     # ---- helpers ----------------------------------------------------------------------------
     def _choose_experiment(self, ds) -> None:
@@ -356,7 +457,8 @@ class MlflowTracker(SearchObserver):
 
     def _log_and_register(self, run: EngineeringRun, best: AttemptRecord, report=None):
         ctx = self._ctx
-        info = models.log_model(run.model, ctx.dataset, model_requirements(best))
+        info = self._call("logging the model", models.log_model, run.model, ctx.dataset,
+                          model_requirements(best))
         self.model_uri = info.model_uri
         name = self.register_name or f"{ctx.dataset.name}-agentic"
         evidence = {
@@ -379,9 +481,9 @@ class MlflowTracker(SearchObserver):
         if briefing is not None:
             evidence["excluded_columns"] = ",".join(briefing.excluded) or "none"
             evidence["critical_findings"] = str(len(briefing.critical))
-        self.model_version = models.register(
-            info.model_uri, name, evidence, alias=self.alias,
-            description=f"{run.summary()}\n\nSearch run {self.parent_run_id}.")
+        self.model_version, self.alias_note = self._call(
+            "registering the model", models.register, info.model_uri, name, evidence,
+            alias=self.alias, description=f"{run.summary()}\n\nSearch run {self.parent_run_id}.")
         return self.model_version
 
     def _write_leaderboard(self, run: EngineeringRun, report=None) -> None:

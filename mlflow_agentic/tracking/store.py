@@ -1,0 +1,197 @@
+"""The tracking store before and during a search: checked up front, initialised once, and
+every call retried with backoff (and a message) while the store does not answer.
+
+A search must not start against a store it cannot write (an unwritable sqlite path, a server
+that is down): that is refused before the holdout is sealed. A store that stops answering
+mid-search is retried for ``MLFLOW_AGENTIC_TRACKING_RETRY_SECONDS`` (default 300 s), saying so on
+stderr; if it does not come back, ``TrackingUnavailable`` says what was recorded and where.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from mlflow_agentic.errors import AgenticError, UserInputError
+
+RETRY_SECONDS_ENV = "MLFLOW_AGENTIC_TRACKING_RETRY_SECONDS"
+DEFAULT_RETRY_SECONDS = 300.0
+FIRST_WAIT = 1.0
+MAX_WAIT = 30.0
+T = TypeVar("T")
+
+
+class TrackingUnavailable(AgenticError):
+    """The tracking store stopped answering and did not come back within the retry window."""
+
+
+def default_uri() -> str:
+    return os.environ.get("MLFLOW_TRACKING_URI") or "sqlite:///mlflow.db"
+
+
+def check_store(uri: str | None = None) -> str:
+    """Refuse a store this process cannot use, with what to do instead; initialise a new
+    sqlite store once (under a file lock, so two first searches do not race in the schema
+    migration). Returns the URI checked."""
+    uri = uri or default_uri()
+    use_local = ("or use a local store: --tracking-uri sqlite:///mlflow.db (the default when "
+                 "MLFLOW_TRACKING_URI is unset)")
+    if uri.startswith(("http://", "https://")):
+        import requests
+
+        try:
+            requests.get(uri.rstrip("/") + "/health", timeout=10)
+        except requests.RequestException as exc:
+            raise UserInputError(
+                f"the tracking server {uri} is not answering ({_reason(exc)}). Start it (e.g. "
+                f"mlflow server --backend-store-uri sqlite:///mlflow.db --port 5000), "
+                f"{use_local}") from exc
+        return uri
+    if uri.startswith("sqlite:///"):
+        path = Path(uri.removeprefix("sqlite:///"))
+        _check_writable(path, uri, use_local)
+        with _file_lock(path.with_name(path.name + ".lock")):
+            import mlflow
+
+            try:  # creates the tables and runs the migrations, once
+                mlflow.MlflowClient(tracking_uri=uri).search_experiments(max_results=1)
+            except Exception as exc:
+                raise UserInputError(f"cannot open the tracking store {uri}: {exc}") from exc
+        return uri
+    if uri.startswith("file:") or "://" not in uri:
+        path = Path(uri.removeprefix("file://").removeprefix("file:"))
+        _check_writable(path / "x", uri, use_local)
+    return uri
+
+
+def _check_writable(path: Path, uri: str, instead: str) -> None:
+    folder = path.parent if path.parent != Path("") else Path(".")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise UserInputError(f"cannot write the tracking store {uri}: {path} is read-only; "
+                             f"make it writable, {instead}")
+    existing = folder
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+        raise UserInputError(f"cannot write the tracking store {uri}: {existing} is not a "
+                             f"writable directory; pass a writable location, {instead}")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with open(path.parent / f".mlflow-agentic-write-check-{os.getpid()}", "w"):
+            pass
+        os.remove(path.parent / f".mlflow-agentic-write-check-{os.getpid()}")
+    except OSError as exc:
+        raise UserInputError(f"cannot write the tracking store {uri}: {exc.strerror or exc} "
+                             f"({exc.filename or folder}); pass a writable location, "
+                             f"{instead}") from exc
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path):
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: no lock, MLflow's own retry
+        yield
+        return
+    with open(path, "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def is_transient(exc: BaseException) -> bool:
+    """A store that does not answer (refused, timed out, 502/503/504, sqlite locked), as
+    opposed to a request it answered with an error."""
+    import requests
+
+    if isinstance(exc, (requests.ConnectionError, requests.Timeout, ConnectionError,
+                        TimeoutError)):
+        return True
+    text = str(exc)
+    return any(marker in text for marker in (
+        "failed with exception", "Max retries exceeded", "Connection refused",
+        "TEMPORARILY_UNAVAILABLE", "database is locked", "status code 502",
+        "status code 503", "status code 504"))
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(exc)
+    for marker in ("Connection refused", "timed out", "Name or service not known",
+                   "database is locked"):
+        if marker in text:
+            return marker.lower()
+    return f"{type(exc).__name__}: {text[:200]}"
+
+
+class Retrying:
+    """Calls against the store, retried with exponential backoff while it does not answer.
+
+    ``say`` gets one line per retry; after ``window`` seconds ``TrackingUnavailable`` is raised
+    with ``recorded()`` (what is safely in the store) in its message. After that, calls fail
+    at once (``down``), so error handling does not wait a second window.
+    """
+
+    def __init__(self, uri: str, recorded: Callable[[], str] = lambda: "",
+                 say: Callable[[str], None] | None = None,
+                 window: float | None = None) -> None:
+        self.uri = uri
+        self.recorded = recorded
+        self.say = say or (lambda line: print(line, file=sys.stderr, flush=True))
+        self.window = float(os.environ.get(RETRY_SECONDS_ENV, DEFAULT_RETRY_SECONDS)
+                            if window is None else window)
+        self.down = False
+
+    def call(self, what: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        started, wait, attempt = time.monotonic(), FIRST_WAIT, 0
+        while True:
+            try:
+                result = fn(*args, **kwargs)
+            except Exception as exc:
+                if not is_transient(exc):
+                    raise
+                attempt += 1
+                left = self.window - (time.monotonic() - started)
+                if self.down or left <= 0:
+                    self.down = True
+                    raise TrackingUnavailable(self._gave_up(what, exc, attempt)) from exc
+                wait = min(wait, max(left, 0.1))
+                self.say(f"tracking store {self.uri} is not answering ({_reason(exc)}) while "
+                         f"{what}; retry {attempt} in {wait:.0f}s, giving up in {left:.0f}s")
+                time.sleep(wait)
+                wait = min(wait * 2, MAX_WAIT)
+            else:
+                if attempt:
+                    self.say(f"tracking store {self.uri} is answering again; the search goes on")
+                return result
+
+    def _gave_up(self, what: str, exc: BaseException, attempts: int) -> str:
+        recorded = self.recorded()
+        return (f"the tracking store {self.uri} stopped answering while {what} "
+                f"({_reason(exc)}; {attempts} tries over {self.window:.0f}s). "
+                + (f"Recorded there before it stopped: {recorded}. " if recorded else "")
+                + "Nothing was registered; run the search again when the store is back")
+
+
+class RetryingClient:
+    """An ``MlflowClient`` whose every method goes through ``Retrying.call``."""
+
+    def __init__(self, client, retrying: Retrying) -> None:
+        self._client = client
+        self._retrying = retrying
+
+    def __getattr__(self, name: str):
+        attr = getattr(self._client, name)
+        if not callable(attr):
+            return attr
+
+        def call(*args, **kwargs):
+            return self._retrying.call(name.replace("_", " "), attr, *args, **kwargs)
+
+        return call
