@@ -27,7 +27,8 @@ def plot_cv_vs_holdout(report, run, path: Path) -> Path:
     ax.set_xlabel(f"cross-validated {report.metric} (training rows)")
     ax.set_ylabel(f"holdout {report.metric} (sealed rows)")
     ax.set_title(f"{run.dataset_name}: CV vs holdout, {len(points)} attempts")
-    ax.legend(loc="best", fontsize=8)
+    if ax.get_legend_handles_labels()[0]:  # nothing to label when every attempt failed
+        ax.legend(loc="best", fontsize=8)
     ax.grid(alpha=0.3)
     fig.tight_layout()
     fig.savefig(path)
