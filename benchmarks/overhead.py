@@ -55,7 +55,7 @@ class Timed:
 def search(data: Path, max_iterations: int, seed: int, tracked: bool, loop_only: bool) -> dict:
 
     from mlflow_agentic import AgenticAutoML, Dataset, OptunaProposer
-    from mlflow_agentic.search import run_search
+    from mlflow_agentic.orchestrator import run_search
     from mlflow_agentic.tracking import MlflowTracker
 
     spent: dict[str, float] = defaultdict(float)

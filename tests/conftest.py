@@ -150,7 +150,7 @@ class RegisteredSearch:
 def registered_search(uri: str, dataset, name: str, candidates, seed: int = 0):
     """Search ``dataset`` with a fixed candidate list and register the best as ``name``."""
     from mlflow_agentic import SequenceProposer
-    from mlflow_agentic.search import run_search
+    from mlflow_agentic.orchestrator import run_search
     from mlflow_agentic.tracking import MlflowTracker
 
     previous = mlflow.get_tracking_uri()

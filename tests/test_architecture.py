@@ -12,9 +12,27 @@ EDGE_LIBRARIES = {"mlflow", "openai", "docker"}
 CORE = ["engine", "verify", "proposers", "data", "trainers", "metrics.py", "errors.py"]
 
 
+def optional_imports(tree: ast.AST) -> set[int]:
+    """ids of import nodes inside ``try: ... except ImportError``: used when present only."""
+    guarded = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Try) and any(
+                isinstance(h.type, ast.Name) and h.type.id in ("ImportError",
+                                                               "ModuleNotFoundError")
+                for h in node.handlers):
+            guarded |= {id(n) for stmt in node.body for n in ast.walk(stmt)}
+    return guarded
+
+
 def imported_roots(path: Path) -> set[str]:
+    """Modules a file needs (imports guarded by ``except ImportError`` are optional: not
+    counted)."""
     roots = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    tree = ast.parse(path.read_text())
+    optional = optional_imports(tree)
+    for node in ast.walk(tree):
+        if id(node) in optional:
+            continue
         if isinstance(node, ast.Import):
             roots |= {a.name.split(".")[0] for a in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:

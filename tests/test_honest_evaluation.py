@@ -14,7 +14,7 @@ import pytest
 
 from mlflow_agentic import AgenticAutoML, Dataset, OptunaProposer, SequenceProposer
 from mlflow_agentic.engine import SearchObserver
-from mlflow_agentic.search import SplitOptions, run_search
+from mlflow_agentic.orchestrator import SplitOptions, run_search
 from mlflow_agentic.tracking import MlflowTracker
 
 PACKAGE = Path(__file__).resolve().parents[1] / "mlflow_agentic"
@@ -70,7 +70,7 @@ def test_loop_and_proposers_never_import_the_scorer(start):
     reached = _closure(start)
     assert start in reached
     assert not any(m.startswith("mlflow_agentic.scoring") for m in reached), reached
-    assert not any(m.startswith("mlflow_agentic.search") for m in reached)
+    assert not any(m.startswith("mlflow_agentic.orchestrator") for m in reached)
 
 
 def test_proposer_is_built_only_after_the_holdout_is_sealed(churn_small):
@@ -80,7 +80,7 @@ def test_proposer_is_built_only_after_the_holdout_is_sealed(churn_small):
         events.append("proposer built")
         return SequenceProposer(["linear"])
 
-    import mlflow_agentic.search as search_module
+    import mlflow_agentic.orchestrator as search_module
 
     original = search_module.seal_holdout
 

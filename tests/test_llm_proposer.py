@@ -182,7 +182,7 @@ def test_cli_runs_the_llm_proposer_over_http(tracking_uri, server, tmp_path, chu
 
 # ---- accounting, traces, record/replay ----------------------------------------------------------
 def tracked_llm_search(dataset, server, script, **proposer_kw):
-    from mlflow_agentic.search import run_search
+    from mlflow_agentic.orchestrator import run_search
     from mlflow_agentic.tracking import MlflowTracker
 
     server.script = list(script)
@@ -231,8 +231,8 @@ def test_replay_proposes_the_same_candidates_without_network(tracking_uri, churn
         [("status", 500)] * 5)
     server.close()  # no network from here on
     from mlflow_agentic.llm.replay import read_exchanges
+    from mlflow_agentic.orchestrator import run_search
     from mlflow_agentic.proposers.llm import LLMProposer as Proposer
-    from mlflow_agentic.search import run_search
     from mlflow_agentic.tracking.models import download_run_artifact
 
     recording = read_exchanges(download_run_artifact(tracker.parent_run_id,

@@ -186,7 +186,7 @@ def make_splits_for(y):
 # ---- holdout without double fitting; the registered model scored by itself -------------------
 @pytest.fixture(scope="module")
 def honest_fast_search(tmp_path_factory, churn_small):
-    from mlflow_agentic.search import run_search
+    from mlflow_agentic.orchestrator import run_search
     from mlflow_agentic.tracking import MlflowTracker
 
     uri = f"sqlite:///{tmp_path_factory.mktemp('fast') / 'mlflow.db'}"
@@ -202,7 +202,7 @@ def honest_fast_search(tmp_path_factory, churn_small):
 
 
 def test_attempt_holdout_is_the_mean_of_its_fold_models(honest_fast_search, churn_small):
-    from mlflow_agentic.search import seal
+    from mlflow_agentic.orchestrator import seal
 
     uri, result, tracker = honest_fast_search
     task = seal(churn_small, cv=3)  # the same sealed rows the search used
@@ -222,7 +222,7 @@ def test_attempt_holdout_is_the_mean_of_its_fold_models(honest_fast_search, chur
 
 
 def test_registered_model_holdout_comes_from_that_model(honest_fast_search, churn_small):
-    from mlflow_agentic.search import seal
+    from mlflow_agentic.orchestrator import seal
 
     uri, result, tracker = honest_fast_search
     holdout = seal(churn_small, cv=3).holdout.dataset
@@ -239,7 +239,7 @@ def test_registered_model_holdout_comes_from_that_model(honest_fast_search, chur
 
 def test_an_ensemble_wins_is_registered_and_loads_without_mlflow_agentic(tracking_uri,
                                                                           churn_small):
-    from mlflow_agentic.search import run_search
+    from mlflow_agentic.orchestrator import run_search
     from mlflow_agentic.tracking import MlflowTracker
 
     tracker = MlflowTracker(register_name="blend")

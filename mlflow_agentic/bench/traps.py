@@ -77,8 +77,8 @@ def naive_baseline(train: Dataset, holdout: Dataset, seed: int, planted: str | N
 
 
 def run_task(task: TrapTask, seed: int, tracker=None, quiet: bool = True) -> TrapRow:
+    from mlflow_agentic.orchestrator import SplitOptions, run_search
     from mlflow_agentic.proposers import OptunaProposer
-    from mlflow_agentic.search import SplitOptions, run_search
 
     dataset = Dataset.from_frame(task.frame, task.target, name=f"trap-{task.name}")
     split = SplitOptions(**task.split)

@@ -105,7 +105,7 @@ def split_options(command: Callable) -> Callable:
 
 
 def split_from(time_column, group_column, holdout_fraction, post_outcome_columns):
-    from mlflow_agentic.search import SplitOptions
+    from mlflow_agentic.orchestrator import SplitOptions
 
     return SplitOptions(time_column=time_column, group_column=group_column,
                         holdout_fraction=holdout_fraction,

@@ -128,7 +128,7 @@ def _run(*, data, target, proposer, trainers, max_iterations, patience, search, 
          state) -> None:
     from mlflow_agentic.data import Dataset
     from mlflow_agentic.metrics import resolve_metric
-    from mlflow_agentic.search import run_search
+    from mlflow_agentic.orchestrator import run_search
     from mlflow_agentic.trainers import resolve_trainers
     from mlflow_agentic.verify import DeterministicVerifier
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 from mlflow_agentic.compare.table import Arm, aggregate, arm_from_search, summarize
 from mlflow_agentic.errors import UserInputError
+from mlflow_agentic.orchestrator import SealedTask, SplitOptions, seal, search_sealed
 from mlflow_agentic.proposers.factory import PROPOSERS, LLMOptions, build_proposer
-from mlflow_agentic.search import SealedTask, SplitOptions, seal, search_sealed
 from mlflow_agentic.tracking.comparison import TAG_ID as TAG
 
 DEFAULT_BUDGET = 30
