@@ -54,7 +54,8 @@ class Timed:
 
 def search(data: Path, max_iterations: int, seed: int, tracked: bool, loop_only: bool) -> dict:
 
-    from mlflow_agentic import AgenticAutoML, Dataset, OptunaProposer
+    from mlflow_agentic import Dataset, OptunaProposer
+    from mlflow_agentic.engine import AgenticAutoML
     from mlflow_agentic.orchestrator import run_search
     from mlflow_agentic.tracking import MlflowTracker
 

@@ -1,35 +1,98 @@
-"""mlflow-agentic: a proposer suggests, a deterministic engine verifies, MLflow remembers."""
+"""mlflow-agentic: a proposer suggests, a deterministic engine verifies, MLflow remembers.
 
-from mlflow_agentic.data import Dataset
-from mlflow_agentic.engine import (
-    AgenticAutoML,
-    AttemptRecord,
-    EngineeringRun,
-    SearchObserver,
-    SolutionCandidate,
-    Verdict,
-)
-from mlflow_agentic.errors import AgenticError, ProposerOutputError, SandboxError, UserInputError
-from mlflow_agentic.proposers import CandidateProposer, OptunaProposer, SequenceProposer
-from mlflow_agentic.verify import DeterministicVerifier
+The front door is ``search(data, ...)``: the same honest search as ``mlflow-agentic run``
+(sealed holdout, briefing, verified best registered with its evidence). Names are imported on
+first use, so ``import mlflow_agentic`` (and the CLI's ``--help``) stays instant.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from mlflow_agentic.lazy import lazy_getattr
 
 __version__ = "0.1.0"
 
+_EXPORTS = {
+    "search": "mlflow_agentic.api",
+    "run_search": "mlflow_agentic.orchestrator",
+    "SearchResult": "mlflow_agentic.orchestrator",
+    "SplitOptions": "mlflow_agentic.orchestrator",
+    "Dataset": "mlflow_agentic.data",
+    "LLMOptions": "mlflow_agentic.proposers.factory",
+    "CandidateProposer": "mlflow_agentic.proposers",
+    "OptunaProposer": "mlflow_agentic.proposers",
+    "RandomProposer": "mlflow_agentic.proposers",
+    "SequenceProposer": "mlflow_agentic.proposers",
+    "SolutionCandidate": "mlflow_agentic.engine.types",
+    "AttemptRecord": "mlflow_agentic.engine.types",
+    "EngineeringRun": "mlflow_agentic.engine.types",
+    "StopKind": "mlflow_agentic.engine.types",
+    "StopReason": "mlflow_agentic.engine.types",
+    "Verdict": "mlflow_agentic.engine.types",
+    "DeterministicVerifier": "mlflow_agentic.verify",
+    "AgenticError": "mlflow_agentic.errors",
+    "ProposerOutputError": "mlflow_agentic.errors",
+    "SandboxError": "mlflow_agentic.errors",
+    "UserInputError": "mlflow_agentic.errors",
+}
+"""Public name -> module. The engine loop itself (``AgenticAutoML``) is not here on purpose:
+it has no holdout and registers nothing; it lives in ``mlflow_agentic.engine``."""
+
 __all__ = [
-    "AgenticAutoML",
     "AgenticError",
     "AttemptRecord",
     "CandidateProposer",
     "Dataset",
     "DeterministicVerifier",
     "EngineeringRun",
+    "LLMOptions",
     "OptunaProposer",
     "ProposerOutputError",
+    "RandomProposer",
     "SandboxError",
-    "SearchObserver",
+    "SearchResult",
     "SequenceProposer",
     "SolutionCandidate",
+    "SplitOptions",
+    "StopKind",
+    "StopReason",
     "UserInputError",
     "Verdict",
     "__version__",
+    "run_search",
+    "search",
 ]
+
+if TYPE_CHECKING:
+    from mlflow_agentic.api import search
+    from mlflow_agentic.data import Dataset
+    from mlflow_agentic.engine.types import (
+        AttemptRecord,
+        EngineeringRun,
+        SolutionCandidate,
+        StopKind,
+        StopReason,
+        Verdict,
+    )
+    from mlflow_agentic.errors import (
+        AgenticError,
+        ProposerOutputError,
+        SandboxError,
+        UserInputError,
+    )
+    from mlflow_agentic.orchestrator import SearchResult, SplitOptions, run_search
+    from mlflow_agentic.proposers import (
+        CandidateProposer,
+        OptunaProposer,
+        RandomProposer,
+        SequenceProposer,
+    )
+    from mlflow_agentic.proposers.factory import LLMOptions
+    from mlflow_agentic.verify import DeterministicVerifier
+
+
+__getattr__ = lazy_getattr(__name__, _EXPORTS)
+
+def __dir__() -> list[str]:
+    return __all__

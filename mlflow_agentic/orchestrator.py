@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from mlflow_agentic.briefing import Briefing, build_briefing
 from mlflow_agentic.data.split import Holdout, seal_holdout
@@ -31,10 +32,21 @@ class SplitOptions:
 
 @dataclass
 class SearchResult:
+    """A finished search: the engine's run, the briefing, the holdout report; and, when it was
+    tracked, where MLflow has it."""
+
     run: EngineeringRun
     briefing: Briefing
     holdout: HoldoutReport
     train_rows: int
+    run_id: str | None = None
+    """The search (parent) run."""
+    model_uri: str | None = None
+    model_version: Any = None
+    """The registered ``ModelVersion`` (None when nothing was registered)."""
+    alias: str | None = None
+    alias_note: str = ""
+    """What became of the alias: moved to this version, or kept on a better one."""
 
     def summary(self) -> str:
         return f"{self.run.summary()}\n{self.holdout.line()}"

@@ -121,7 +121,7 @@ class TrackedSearch:
 
 @pytest.fixture(scope="session")
 def tracked_search(tmp_path_factory, churn_small) -> TrackedSearch:
-    from mlflow_agentic import AgenticAutoML, OptunaProposer
+    from mlflow_agentic import OptunaProposer, run_search
     from mlflow_agentic.tracking import MlflowTracker
 
     root = tmp_path_factory.mktemp("tracked")
@@ -130,13 +130,12 @@ def tracked_search(tmp_path_factory, churn_small) -> TrackedSearch:
     mlflow.set_tracking_uri(uri)
     try:
         tracker = MlflowTracker()
-        run = AgenticAutoML(OptunaProposer(seed=0), max_iterations=3, patience=5, cv=3,
-                            trainers=["linear", "xgboost", "random_forest"],
-                            observers=[tracker], prune=False, ensemble=False
-                            ).solve(churn_small)
+        result = run_search(churn_small, lambda: OptunaProposer(seed=0), max_iterations=3,
+                            patience=5, cv=3, trainers=["linear", "xgboost", "random_forest"],
+                            tracker=tracker, prune=False, ensemble=False)
     finally:
         mlflow.set_tracking_uri(previous)
-    return TrackedSearch(uri, run, tracker, churn_small)
+    return TrackedSearch(uri, result.run, tracker, result.briefing.dataset)
 
 
 class RegisteredSearch:

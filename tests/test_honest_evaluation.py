@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mlflow_agentic import AgenticAutoML, Dataset, OptunaProposer, SequenceProposer
-from mlflow_agentic.engine import SearchObserver
+from mlflow_agentic import Dataset, OptunaProposer, SequenceProposer
+from mlflow_agentic.engine import AgenticAutoML, SearchObserver
 from mlflow_agentic.orchestrator import SplitOptions, run_search
 from mlflow_agentic.tracking import MlflowTracker
 

@@ -7,7 +7,8 @@ import re
 
 import pytest
 
-from mlflow_agentic import AgenticAutoML, Dataset, SequenceProposer, SolutionCandidate
+from mlflow_agentic import Dataset, SequenceProposer, SolutionCandidate
+from mlflow_agentic.engine import AgenticAutoML
 from mlflow_agentic.errors import UserInputError
 from mlflow_agentic.trainers import register_trainer, trainer_registry
 from tests.conftest import scripted_frame

@@ -5,7 +5,8 @@ from __future__ import annotations
 import optuna
 import pytest
 
-from mlflow_agentic import AgenticAutoML, OptunaProposer
+from mlflow_agentic import OptunaProposer
+from mlflow_agentic.engine import AgenticAutoML
 from mlflow_agentic.trainers import get_trainer
 
 TRAINERS = ["linear", "hist_gradient_boosting", "xgboost"]

@@ -132,7 +132,8 @@ def test_a_broken_mlflow_plugin_warns_and_mlflow_still_works(tmp_path):
 
 def test_example_trainer_package_is_offered_and_tracked(tracking_uri, churn_small):
     """plugins/knn-trainer, installed with pip (CI does): `knn` is a trainer like the others."""
-    from mlflow_agentic import AgenticAutoML, OptunaProposer
+    from mlflow_agentic import OptunaProposer
+    from mlflow_agentic.engine import AgenticAutoML
     from mlflow_agentic.tracking import MlflowTracker
     from mlflow_agentic.trainers import get_trainer, resolve_trainers
 

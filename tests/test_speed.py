@@ -16,7 +16,8 @@ import pytest
 from sklearn.base import clone
 from sklearn.metrics import roc_auc_score
 
-from mlflow_agentic import AgenticAutoML, Dataset, OptunaProposer, SequenceProposer
+from mlflow_agentic import Dataset, OptunaProposer, SequenceProposer
+from mlflow_agentic.engine import AgenticAutoML
 from mlflow_agentic.engine.cv import make_splits
 from mlflow_agentic.engine.ensemble import blend, greedy_weights, select_ensemble, utility_of
 from mlflow_agentic.engine.folds import FoldData, model_output

@@ -10,12 +10,12 @@ import pandas as pd
 import pytest
 
 from mlflow_agentic import (
-    AgenticAutoML,
     Dataset,
     OptunaProposer,
     SequenceProposer,
     SolutionCandidate,
 )
+from mlflow_agentic.engine import AgenticAutoML
 from mlflow_agentic.tracking import MlflowTracker
 from mlflow_agentic.trainers import register_trainer, trainer_registry
 from tests.conftest import scripted_frame

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import time
 
 import click
@@ -19,12 +18,7 @@ from mlflow_agentic.cli.options import (
     split_options,
 )
 from mlflow_agentic.errors import UserInputError
-from mlflow_agentic.proposers.factory import (
-    PROPOSERS,
-    LLMOptions,
-    build_proposer,
-    check_llm_endpoint,
-)
+from mlflow_agentic.proposers.factory import PROPOSERS, LLMOptions
 
 
 @click.command("run")
@@ -95,96 +89,60 @@ def run_command(data, target, proposer, trainers, max_iterations, patience, time
     on the holdout at the end (CV minus holdout = the gap).
     """
     started = process_started()
-    split = split_from(time_column, group_column, holdout_fraction, post_outcome_columns)
-    if time_budget is not None and not (math.isfinite(time_budget) and time_budget > 0):
-        raise click.BadParameter(f"{time_budget!r} is not a positive number of seconds",
-                                 param_hint="'--time-budget'")
-    if n_jobs == 0:
-        raise click.BadParameter("0 workers; use 1 or more, or -1 for all cores",
-                                 param_hint="'--n-jobs'")
-    if time_budget is None:
-        max_iterations = 8 if max_iterations is None else max_iterations
-        patience = 3 if patience is None else patience
-    search = {"time_budget": time_budget, "started": started, "n_jobs": n_jobs,
-              "ensemble": not no_ensemble, "prune": not no_prune}
     state: dict = {}
-    exit_on_user_error(lambda: _run(
-             data=data, target=target, proposer=proposer, trainers=split_list(trainers),
-             max_iterations=max_iterations, patience=patience, search=search, cv=cv,
-             metric=metric,
-             register_name=register_name, register=not no_register, experiment=experiment,
-             seed=seed, candidates=candidates, optuna_storage=optuna_storage, margin=margin,
-             tracking_uri=tracking_uri, split=split, cv_scheme=cv_scheme,
-             keep_flagged_columns=keep_flagged_columns,
-             llm={"model": llm_model, "base_url": llm_base_url, "max_cost_usd": max_cost_usd,
-                  "replay": replay},
-             encoding=encoding, quiet=quiet, state=state),
+    llm = LLMOptions(llm_model, llm_base_url, max_cost_usd)
+    settings = dict(
+        data=data, target=target, trainers=split_list(trainers), metric=metric, cv=cv,
+        cv_scheme=cv_scheme, seed=seed, max_iterations=max_iterations, patience=patience,
+        time_budget=time_budget, n_jobs=n_jobs, ensemble=not no_ensemble, prune=not no_prune,
+        margin=margin, split=split_from(time_column, group_column, holdout_fraction,
+                                        post_outcome_columns),
+        keep_flagged_columns=keep_flagged_columns, experiment=experiment,
+        register_name=register_name, register=not no_register, tracking_uri=tracking_uri,
+        llm=llm, candidates=candidates, optuna_storage=optuna_storage, encoding=encoding,
+        started=started)
+    exit_on_user_error(
+        lambda: _run(state, replay=replay, proposer=proposer, quiet=quiet, kwargs=settings),
         kept=lambda: state["tracker"].recorded() if "tracker" in state else "")
 
 
-def _run(*, data, target, proposer, trainers, max_iterations, patience, search, cv, metric,
-         register_name, register, experiment, seed, candidates, optuna_storage, margin,
-         tracking_uri, split, cv_scheme, keep_flagged_columns, llm, encoding, quiet,
-         state) -> None:
-    from mlflow_agentic.data import Dataset
-    from mlflow_agentic.metrics import resolve_metric
-    from mlflow_agentic.orchestrator import run_search
-    from mlflow_agentic.trainers import resolve_trainers
-    from mlflow_agentic.verify import DeterministicVerifier
-
-    dataset = Dataset.from_path(data, target, encoding=encoding)
-    for note in dataset.notes:
-        click.secho(f"note: {note}", fg="yellow", err=True)
-    resolve_metric(metric, dataset.task)  # fail before anything is logged
-    allowed = resolve_trainers(trainers, dataset.task)
-    if candidates and proposer != "sequence":
-        raise UserInputError("--candidates only applies to --proposer sequence")
-    if llm.get("replay"):
-        if proposer not in ("llm", "optuna"):
-            raise UserInputError("--replay replays an LLM search; use it with --proposer llm")
-        proposer = "llm"
-        from mlflow_agentic.tracking.models import load_llm_recording
-
-        llm["recording"] = load_llm_recording(llm["replay"])  # fail before anything is logged
-    options = LLMOptions(llm.get("model"), llm.get("base_url"), llm.get("max_cost_usd"),
-                         llm.get("recording"))
-    if proposer == "llm" and options.recording is None:  # before anything is logged
-        check_llm_endpoint(options, "Start the server (or pass --llm-base-url), use another "
-                           "--proposer, or replay an earlier search with --replay RUN_ID")
-
-    from mlflow_agentic.progress import RichProgress
-    from mlflow_agentic.tracking import MlflowTracker
-    from mlflow_agentic.tracking.store import check_store
-
-    check_store(tracking_uri)  # before the holdout is sealed: a store we cannot use is input
-    tracker = state["tracker"] = MlflowTracker(experiment=experiment,
-                                               register_name=register_name,
-                                               register=register, tracking_uri=tracking_uri)
-    outcome = run_search(
-        dataset,
-        # built only after the holdout is sealed
-        lambda: build_proposer(proposer, seed=seed, trainers=allowed, dataset=dataset,
-                               candidates=candidates, optuna_storage=optuna_storage, llm=options),
-        split=split, verifier=DeterministicVerifier(margin), max_iterations=max_iterations,
-        patience=patience, cv=cv, cv_scheme=cv_scheme, metric=metric, trainers=allowed,
-        random_state=seed, keep_flagged_columns=keep_flagged_columns, tracker=tracker,
-        observers=[] if quiet else [RichProgress()], **search)
-    result = outcome.run
-
+def _run(state: dict, *, replay, proposer, quiet, kwargs) -> None:
     import mlflow
 
+    from mlflow_agentic.api import search
+    from mlflow_agentic.progress import RichProgress
+    from mlflow_agentic.tracking import MlflowTracker
+
+    if replay:
+        if proposer not in ("llm", "optuna"):
+            raise UserInputError("--replay replays an LLM search; use it with --proposer llm")
+        from mlflow_agentic.tracking.models import load_llm_recording
+
+        proposer = "llm"
+        kwargs["llm"].recording = load_llm_recording(replay)  # fails before anything is logged
+
+    def say(line: str) -> None:
+        click.secho(line, fg="yellow", err=True)
+
+    tracker = state["tracker"] = MlflowTracker(
+        experiment=kwargs["experiment"], register_name=kwargs["register_name"],
+        register=kwargs["register"], tracking_uri=kwargs["tracking_uri"], say=say)
+    outcome = search(proposer=proposer, observers=[] if quiet else [RichProgress()],
+                     tracker=tracker, say=say, **kwargs)
+    result = outcome.run
+
     click.echo(outcome.summary())
-    if search["time_budget"] is not None:
-        spent = time.perf_counter() - search["started"]
-        click.echo(f"time: {spent:.1f}s of the {search['time_budget']:g}s budget")
-    click.echo(f"search run: {tracker.parent_run_id} (tracking URI {mlflow.get_tracking_uri()})")
-    if tracker.model_version is not None:
-        mv = tracker.model_version
-        if tracker.alias_note.startswith(f"@{tracker.alias} ->"):
-            click.echo(f"registered: models:/{mv.name}@{tracker.alias} (version {mv.version})")
+    if kwargs["time_budget"] is not None:
+        spent = time.perf_counter() - kwargs["started"]
+        click.echo(f"time: {spent:.1f}s of the {kwargs['time_budget']:g}s budget")
+    click.echo(f"search run: {outcome.run_id} (tracking URI {mlflow.get_tracking_uri()})")
+    if outcome.model_version is not None:
+        mv = outcome.model_version
+        if outcome.alias_note.startswith(f"@{outcome.alias} ->"):
+            click.echo(f"registered: models:/{mv.name}@{outcome.alias} (version {mv.version})")
         else:
             click.secho(f"registered: models:/{mv.name} version {mv.version}; "
-                        f"{tracker.alias_note}", fg="yellow")
+                        f"{outcome.alias_note}", fg="yellow")
         click.echo(f"promote it: mlflow-agentic promote --model {mv.name}   (gate to "
                    "@champion)")
         click.echo(f"serve it:   mlflow models serve -m models:/{mv.name}@champion "
@@ -193,5 +151,3 @@ def _run(*, data, target, proposer, trainers, max_iterations, patience, search, 
         click.secho(f"nothing verified ({result.why_nothing_verified()}), so nothing was "
                     "registered", fg="yellow")
     click.echo(f"browse it:  mlflow ui --backend-store-uri {mlflow.get_tracking_uri()}")
-
-

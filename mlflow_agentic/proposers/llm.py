@@ -188,7 +188,8 @@ class LLMProposer:
                         proposal.trainer, dict(proposal.params), proposal.rationale.strip(),
                         source="llm")
         exchange.ended_ns = time.time_ns()
-        exchange.seconds = (exchange.ended_ns - exchange.started_ns) / 1e9
+        exchange.seconds = (reply.seconds if reply is not None  # the endpoint's time (replay: 0)
+                            else (exchange.ended_ns - exchange.started_ns) / 1e9)
         self._report(exchange)
         return None if self.stop_reason is not None else exchange
 

@@ -314,7 +314,7 @@ class MlflowTracker(SearchObserver):
             self._write_llm_exchanges()
         if run.model is not None and not self.log_model:
             note.append("Model not logged (a comparison run: evidence about the proposer).")
-        elif run.model is not None and self.register:
+        elif run.model is not None and self.register and report is not None:
             version = self._log_and_register(run, best, report)
             note.append(f"Registered `{version.name}` version {version.version}: "
                         f"{self.alias_note}.")
@@ -324,7 +324,10 @@ class MlflowTracker(SearchObserver):
             info = self._call("logging the model", models.log_model, run.model,
                               self._ctx.dataset, model_requirements(best))
             self.model_uri = info.model_uri
-            note.append("Model logged, not registered (registration disabled).")
+            note.append("Model logged, not registered (registration disabled)." if not
+                        self.register else "Model logged, not registered: no sealed-holdout "
+                        "evidence (a bare engine loop); mlflow_agentic.search() seals a "
+                        "holdout first and registers.")
         else:
             tags["registered_model"] = "none"
             note.append("Nothing verified: no model was logged or registered.")

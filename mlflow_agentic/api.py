@@ -1,0 +1,163 @@
+"""``search(...)``: the one front door, in Python and behind ``mlflow-agentic run``.
+
+It is the honest search end to end: the file read and checked, the tracking store checked,
+the holdout sealed before any proposer exists, the briefing (profile, leakage findings, CV
+advice), the search, every attempt scored on the holdout, and the verified best logged and
+registered in MLflow with its evidence. Every setting is declared and validated here once; the
+CLI only parses flags into these arguments.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from mlflow_agentic.errors import UserInputError
+
+DEFAULT_MAX_ITERATIONS = 8
+DEFAULT_PATIENCE = 3
+
+
+def search(
+    data: Any,
+    target: str | None = None,
+    *,
+    proposer: str | Callable[[], Any] = "optuna",
+    trainers: Sequence[str] | None = None,
+    metric: str | None = None,
+    cv: int = 5,
+    cv_scheme: str = "auto",
+    seed: int = 0,
+    max_iterations: int | None = None,
+    patience: int | None = None,
+    time_budget: float | None = None,
+    n_jobs: int | None = None,
+    ensemble: bool = True,
+    prune: bool = True,
+    margin: float = 0.01,
+    split=None,
+    keep_flagged_columns: bool = False,
+    experiment: str | None = None,
+    register_name: str | None = None,
+    register: bool = True,
+    tracking_uri: str | None = None,
+    llm=None,
+    candidates: str | None = None,
+    optuna_storage: str | None = None,
+    encoding: str | None = None,
+    observers: Sequence = (),
+    tracker=None,
+    started: float | None = None,
+    say: Callable[[str], None] | None = None,
+):
+    """Search ``data`` for a verified model, tracked in MLflow; returns a ``SearchResult``.
+
+    ``data``: a CSV/Parquet path, a DataFrame, or a ``Dataset``. ``proposer``: ``optuna``,
+    ``random``, ``sequence``, ``llm`` (``llm=LLMOptions(...)``), or a zero-argument callable
+    returning a proposer (called only after the holdout is sealed). Budgets: ``max_iterations``
+    and ``patience`` (default 8 and 3, off with a ``time_budget`` in seconds for the whole call).
+    ``split``: a ``SplitOptions`` (time/group column, holdout fraction, post-outcome columns).
+    The result carries the run, the briefing, the holdout report, and where MLflow has it
+    (``run_id``, ``model_uri``, ``model_version``). ``say`` gets notes (how the file was read,
+    tracking retries, stale runs); default: warnings.
+    """
+    from mlflow_agentic.metrics import resolve_metric
+    from mlflow_agentic.orchestrator import run_search
+    from mlflow_agentic.proposers.factory import LLMOptions, build_proposer, check_llm_endpoint
+    from mlflow_agentic.trainers import resolve_trainers
+    from mlflow_agentic.verify import DeterministicVerifier
+
+    started = time.perf_counter() if started is None else started
+    max_iterations, patience = _budgets(max_iterations, patience, time_budget, n_jobs, cv)
+    say = say or _warn
+    dataset = _dataset(data, target, encoding)
+    for note in dataset.notes:
+        say(f"note: {note}")
+    resolve_metric(metric, dataset.task)  # fail before anything is logged
+    allowed = resolve_trainers(trainers, dataset.task)
+    llm = llm or LLMOptions()
+    make = proposer if callable(proposer) else None
+    if make is None:
+        if candidates and proposer != "sequence":
+            raise UserInputError("candidates only apply to the sequence proposer")
+        if proposer == "llm" and llm.recording is None:  # before anything is logged
+            check_llm_endpoint(llm, "Start the server (or pass --llm-base-url), use another "
+                               "--proposer, or replay an earlier search with --replay RUN_ID")
+
+        def make():  # built only after the holdout is sealed
+            return build_proposer(proposer, seed=seed, trainers=allowed, dataset=dataset,
+                                  candidates=candidates, optuna_storage=optuna_storage,
+                                  llm=llm)
+
+        if candidates:
+            from mlflow_agentic.proposers.factory import load_candidates
+
+            load_candidates(candidates, allowed, dataset)  # a bad file fails before logging
+
+    from mlflow_agentic.tracking import MlflowTracker
+    from mlflow_agentic.tracking.store import check_store
+
+    check_store(tracking_uri)  # a store we cannot use is the user's to fix: before sealing
+    if tracker is None:
+        tracker = MlflowTracker(experiment=experiment, register_name=register_name,
+                                register=register, tracking_uri=tracking_uri, say=say)
+    result = run_search(
+        dataset, make, split=split, verifier=DeterministicVerifier(margin),
+        max_iterations=max_iterations, patience=patience, cv=cv, cv_scheme=cv_scheme,
+        metric=metric, trainers=allowed, random_state=seed,
+        keep_flagged_columns=keep_flagged_columns, tracker=tracker, observers=observers,
+        time_budget=time_budget, started=started, n_jobs=n_jobs, prune=prune,
+        ensemble=ensemble)
+    result.run_id = tracker.parent_run_id
+    result.model_uri = tracker.model_uri
+    result.model_version = tracker.model_version
+    result.alias = tracker.alias
+    result.alias_note = tracker.alias_note
+    return result
+
+
+def _warn(line: str) -> None:
+    import warnings
+
+    warnings.warn(line, stacklevel=3)
+
+
+def _budgets(max_iterations, patience, time_budget, n_jobs, cv) -> tuple:
+    """The budget, validated once: iterations and patience default to 8 and 3 unless a time
+    budget is given."""
+    if time_budget is not None and not (isinstance(time_budget, (int, float))
+                                        and math.isfinite(time_budget) and time_budget > 0):
+        raise UserInputError(f"time budget {time_budget!r}: expected a positive number of "
+                             "seconds")
+    if n_jobs == 0:
+        raise UserInputError("n_jobs 0: use 1 or more workers, or -1 for all cores")
+    if isinstance(cv, int) and cv < 2:
+        raise UserInputError(f"cv must be at least 2 folds, got {cv}")
+    if time_budget is None:
+        max_iterations = DEFAULT_MAX_ITERATIONS if max_iterations is None else max_iterations
+        patience = DEFAULT_PATIENCE if patience is None else patience
+    if max_iterations is not None and max_iterations < 0:
+        raise UserInputError(f"max_iterations must be >= 0, got {max_iterations}")
+    if patience is not None and patience < 1:
+        raise UserInputError(f"patience must be >= 1, got {patience}")
+    return max_iterations, patience
+
+
+def _dataset(data, target: str | None, encoding: str | None):
+    import pandas as pd
+
+    from mlflow_agentic.data import Dataset
+
+    if isinstance(data, Dataset):
+        if target is not None and target != data.target:
+            raise UserInputError(f"target {target!r} differs from the dataset's {data.target!r}")
+        return data
+    if isinstance(data, pd.DataFrame):
+        return Dataset.from_frame(data, target)
+    if isinstance(data, (str, Path)):
+        return Dataset.from_path(data, target, encoding=encoding)
+    raise UserInputError(f"data must be a CSV/Parquet path, a DataFrame or a Dataset, got "
+                         f"{type(data).__name__}")
