@@ -97,3 +97,91 @@ def test_the_package_root_is_the_honest_front_door():
     assert "AgenticAutoML" not in mlflow_agentic.__all__  # no holdout, no registration
     with pytest.raises(AttributeError):
         mlflow_agentic.AgenticAutoML  # noqa: B018 - the attribute access is the test
+
+
+RECORDS = ("mlflow_agentic.engine.types", "mlflow_agentic.engine.protocol")
+"""The engine's records and the proposer protocol: the vocabulary every part shares."""
+
+
+def part_of(module: str) -> str:
+    """The architectural part a module belongs to: its subpackage (or top-level module);
+    the records are a part of their own, below everything that uses them."""
+    if module.startswith(RECORDS):
+        return "records"
+    parts = module.split(".")
+    if len(parts) < 2 or not ((PACKAGE / parts[1]).is_dir()
+                              or (PACKAGE / f"{parts[1]}.py").exists()):
+        return "root"  # the package root, or a name it exports (``__version__``)
+    return parts[1]
+
+
+def runtime_imports(path: Path) -> set[str]:
+    """mlflow_agentic modules a file imports when it runs (function-level included; only
+    ``if TYPE_CHECKING:`` blocks left out)."""
+    tree = ast.parse(path.read_text())
+    typing_only = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If)
+                   and getattr(node.test, "id", None) == "TYPE_CHECKING"
+                   for stmt in node.body for n in ast.walk(stmt)}
+    found = set()
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.ImportFrom) and node.module and \
+                node.module.startswith("mlflow_agentic"):
+            found |= {f"{node.module}.{a.name}" if node.module == "mlflow_agentic" else
+                      node.module for a in node.names}
+        elif isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.startswith("mlflow_agentic")}
+    return found
+
+
+def part_graph() -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        module = ".".join(("mlflow_agentic", *path.relative_to(PACKAGE).with_suffix("").parts))
+        module = module.removesuffix(".__init__")
+        source = part_of(module)
+        if source == "root":
+            continue  # the package root only maps names to modules (lazily)
+        for target in map(part_of, runtime_imports(path)):
+            if target not in (source, "root") and not target.startswith("root."):
+                graph.setdefault(source, set()).add(target)
+    return graph
+
+
+def test_no_import_arrow_points_back_up():
+    """The parts form a DAG (data <-> verify, engine <-> proposers, tracking <-> compare were
+    cycles): a cycle is printed as the path that closes it."""
+    graph = part_graph()
+    state: dict[str, int] = {}
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                cycle = path[path.index(nxt):] + [nxt] if nxt in path else [node, nxt]
+                pytest.fail("import cycle: " + " -> ".join(cycle))
+            if nxt not in state:
+                visit(nxt, [*path, nxt])
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [node])
+    assert "compare" not in graph.get("tracking", set())
+    assert "verify" not in graph.get("data", set())
+
+
+def test_no_private_attribute_of_another_module_is_used():
+    """``obj._name`` only on ``self``/``cls`` or on attributes the same module sets."""
+    offenders = []
+    for path in PACKAGE.rglob("*.py"):
+        tree = ast.parse(path.read_text())
+        own = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)
+               and isinstance(n.ctx, ast.Store)}
+        for n in ast.walk(tree):
+            if isinstance(n, ast.Attribute) and n.attr.startswith("_") and \
+                    not n.attr.startswith("__") and n.attr not in own and not (
+                        isinstance(n.value, ast.Name) and n.value.id in ("self", "cls")):
+                offenders.append(f"{path.relative_to(PACKAGE)}:{n.lineno} .{n.attr}")
+    assert offenders == []

@@ -129,7 +129,7 @@ def _log_row(tracker, row: TrapRow) -> None:
             "trap.caught": str(row.caught).lower(),
             "trap.false_flags": ",".join(row.false_flags) or "none",
             "naive.fell_into_trap": str(row.naive_fell).lower()}
-    tracker._log_batch(row.run_id, metrics, {}, tags)
+    tracker.log(row.run_id, metrics, {}, tags)
 
 
 def format_table(rows: list[TrapRow]):

@@ -235,7 +235,7 @@ def _write_report(report, tracker, output) -> None:
                    {"comparison_id": report.comparison_id, "settings": report.settings,
                     "summary": report.summary, "arms": [a.row() for a in arms],
                     "curves": {f"{a.proposer}/{a.seed}": a.curve for a in arms}})
-        tracker.log_dataset_report(report, directory)
+        tracker.log_dataset_report(report, directory, dataset_markdown(report, plots=False))
         _keep(directory, output, report.dataset)
 
 

@@ -16,6 +16,11 @@ import pandas as pd
 from sklearn.model_selection import GroupShuffleSplit, train_test_split
 
 from mlflow_agentic.data.dataset import Dataset
+from mlflow_agentic.data.duplicates import (
+    DUPLICATE_SHARE_WARNING,
+    duplicate_share,
+    near_duplicate_clusters,
+)
 from mlflow_agentic.errors import UserInputError
 
 DEFAULT_FRACTION = 0.2
@@ -65,12 +70,6 @@ def seal_holdout(
     (random for regression), with near-duplicate rows kept on one side. Post-outcome columns are
     blanked in the holdout, as they would be at prediction time.
     """
-    from mlflow_agentic.verify.leakage import (
-        DUPLICATE_SHARE_WARNING,
-        duplicate_share,
-        near_duplicate_clusters,
-    )
-
     for role, column in (("time", time_column), ("group", group_column)):
         if column is not None and column not in dataset.frame.columns:
             raise UserInputError(f"unknown {role} column {column!r}. Columns: "

@@ -24,6 +24,7 @@ from mlflow_agentic.engine.evaluation import baseline_model, cross_validate
 from mlflow_agentic.engine.folds import FoldData
 from mlflow_agentic.engine.observer import SearchContext, SearchObserver
 from mlflow_agentic.engine.parallel import WorkerPool, resolve_n_jobs
+from mlflow_agentic.engine.protocol import CandidateProposer, proposer_name
 from mlflow_agentic.engine.refit import ENSEMBLE, refit
 from mlflow_agentic.engine.types import (
     AttemptRecord,
@@ -35,7 +36,6 @@ from mlflow_agentic.engine.types import (
 )
 from mlflow_agentic.errors import ProposerOutputError, UserInputError
 from mlflow_agentic.metrics import resolve_metric
-from mlflow_agentic.proposers.base import CandidateProposer, proposer_name
 from mlflow_agentic.trainers.registry import get_trainer, resolve_trainers
 from mlflow_agentic.verify.verifier import DeterministicVerifier
 

@@ -11,6 +11,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from mlflow_agentic import evidence as ev
 from mlflow_agentic.errors import UserInputError
 from mlflow_agentic.metrics import METRICS
 from mlflow_agentic.scoring.holdout import gap_limit
@@ -36,22 +37,22 @@ class Decision:
 def evidence_problems(tags: Mapping[str, str], max_gap: float = DEFAULT_MAX_GAP) -> list[str]:
     """Why a version's recorded evidence does not hold (empty when it does)."""
     check_max_gap(max_gap)
-    status = tags.get("verdict.status")
+    status = tags.get(ev.VERDICT_STATUS)
     if status is None:
         return ["no verification evidence: this version was not registered by a verified "
                 "mlflow-agentic search (no verdict.status tag)"]
     problems = []
-    if status == "quarantined" or tags.get("quarantined") == "true":
+    if status == "quarantined" or tags.get(ev.QUARANTINED) == "true":
         problems.append("quarantined: its score was flagged as too good to be true")
     elif status != "verified":
         problems.append(f"not verified by its search (verdict.status={status})")
-    metric = tags.get("metric", "")
-    gap = _float(tags.get("gap"))
+    metric = tags.get(ev.METRIC, "")
+    gap = _float(tags.get(ev.GAP))
     if gap is None:
         problems.append("no holdout evidence (no gap tag): the CV score was never checked on "
                         "sealed rows")
     else:
-        limit = gap_limit(metric, _float(tags.get(f"cv_{metric}")) or 0.0, max_gap)
+        limit = gap_limit(metric, _float(tags.get(ev.cv(metric))) or 0.0, max_gap)
         if gap > limit:
             problems.append(f"gap {gap:+.4f} exceeds {limit:.4f}: cross-validation flattered "
                             "it on its own holdout")

@@ -49,12 +49,10 @@ class ComparisonTracker:
         mlflow.set_tags({"mlflow.runName": name, **context.search_tags(), **tags})
         return run.info.run_id
 
-    def log_dataset_report(self, report, directory: Path) -> None:
+    def log_dataset_report(self, report, directory: Path, note: str) -> None:
         """Tables as MLflow tables and JSON, per-proposer metrics, the Markdown/HTML report and
         plots (already written in ``directory``) as artifacts; the summary as the run note."""
         import pandas as pd
-
-        from mlflow_agentic.compare.report import dataset_markdown
 
         m = report.metric
         metrics = {}
@@ -76,7 +74,7 @@ class ComparisonTracker:
         mlflow.log_table(pd.DataFrame([a.row() for a in report.arms]), "comparison_arms.json")
         mlflow.log_artifacts(str(directory))
         mlflow.set_tags({"verdict": report.verdict,
-                         "mlflow.note.content": dataset_markdown(report, plots=False)})
+                         "mlflow.note.content": note})
 
     def log_ranking(self, ranking: list[dict], directory: Path, note: str) -> None:
         import pandas as pd

@@ -13,6 +13,7 @@ import mlflow
 import pandas as pd
 from mlflow.models import infer_signature
 
+from mlflow_agentic import evidence as ev
 from mlflow_agentic.trainers import transforms
 
 BASE_REQUIREMENTS = ("mlflow", "scikit-learn", "cloudpickle", "pandas", "numpy", "scipy")
@@ -116,10 +117,10 @@ def register(model_uri: str, name: str, tags: dict[str, Any], alias: str = DEFAU
     kept = _better_holder(client, name, alias, tags)
     if kept is not None:
         version, theirs, ours = kept
-        metric = tags["metric"]
+        metric = tags[ev.METRIC]
         note = (f"@{alias} stays on version {version}: it scores better on the same holdout "
                 f"({metric} {theirs:.4f} vs {ours:.4f} for version {mv.version})")
-        client.set_model_version_tag(name, mv.version, "alias_decision", note)
+        client.set_model_version_tag(name, mv.version, ev.ALIAS_DECISION, note)
         return mv, note
     client.set_registered_model_alias(name, alias, mv.version)
     return mv, f"@{alias} -> version {mv.version}"
@@ -132,15 +133,15 @@ def _better_holder(client, name: str, alias: str, tags: dict[str, Any]):
 
     from mlflow_agentic.metrics import METRICS
 
-    metric = str(tags.get("metric", ""))
+    metric = str(tags.get(ev.METRIC, ""))
     try:
         current = client.get_model_version_by_alias(name, alias)
     except MlflowException:
         return None
-    key = f"holdout_{metric}"
-    digest = tags.get("holdout_digest")
-    same = (current.tags.get("metric") == metric and metric in METRICS and digest is not None
-            and current.tags.get("holdout_digest") == digest)
+    key = ev.holdout(metric)
+    digest = tags.get(ev.HOLDOUT_DIGEST)
+    same = (current.tags.get(ev.METRIC) == metric and metric in METRICS and digest is not None
+            and current.tags.get(ev.HOLDOUT_DIGEST) == digest)
     try:
         theirs, ours = float(current.tags[key]), float(tags[key])
     except (KeyError, TypeError, ValueError):

@@ -11,13 +11,14 @@ from dataclasses import dataclass
 import mlflow
 from mlflow.exceptions import MlflowException
 
+from mlflow_agentic import evidence as ev
 from mlflow_agentic.data.split import frame_digest
 from mlflow_agentic.errors import UserInputError
 from mlflow_agentic.scoring.external import evaluate_predictions
 from mlflow_agentic.scoring.promotion import DEFAULT_MAX_GAP, Decision, decide
 from mlflow_agentic.tracking.evaluation import model_outputs
 
-HOLDOUT_ARTIFACT = "evaluation/holdout.csv"
+HOLDOUT_ARTIFACT = ev.HOLDOUT_ARTIFACT
 
 
 @dataclass
@@ -41,10 +42,10 @@ def promote(model: str, *, from_alias: str = "challenger", to_alias: str = "cham
     frame_source, path = _evaluation_data(tags, data)
     from mlflow_agentic.data import Dataset
 
-    dataset = Dataset.from_path(path, tags.get("target") or None)
-    task = tags.get("task") or dataset.task
+    dataset = Dataset.from_path(path, tags.get(ev.TARGET) or None)
+    task = tags.get(ev.TASK) or dataset.task
     model_type = "regressor" if task == "regression" else "classifier"
-    metric = tags.get("metric") or None
+    metric = tags.get(ev.METRIC) or None
     mine = _score(model, challenger.version, dataset, model_type, metric)
     metric = mine.metric
     if champion is not None and champion.version == challenger.version:
@@ -86,7 +87,7 @@ def _evaluation_data(tags: dict, data: str | None) -> tuple[str, str]:
     """(description, local path) of the rows both models are scored on."""
     if data:
         return f"file {data}", data
-    run_id = tags.get("search_run_id")
+    run_id = tags.get(ev.SEARCH_RUN_ID)
     if not run_id:
         raise UserInputError("this version records no search run (no search_run_id tag), so "
                              "there is no recorded holdout to evaluate on: pass --data PATH")

@@ -13,6 +13,15 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
+from mlflow_agentic.data.duplicates import (  # noqa: F401 - re-exported: the checks' names
+    DUPLICATE_QUANTUM,
+    DUPLICATE_SHARE_WARNING,
+    duplicate_share,
+    near_duplicate_clusters,
+    numeric_view,
+)
+from mlflow_agentic.data.split import parse_time
+
 # ---- thresholds (named so the rules can be read and tuned in one place) ----------------------
 SINGLE_FEATURE_AUC_WARNING = 0.90
 SINGLE_FEATURE_AUC_CRITICAL = 0.97
@@ -23,8 +32,6 @@ MISSING_RATE_MIN = 0.01
 TOO_GOOD_SCORE = 0.985
 """CV ROC AUC / accuracy at or above this is too good to be true."""
 TOO_GOOD_R2 = 0.99
-DUPLICATE_SHARE_WARNING = 0.15
-DUPLICATE_QUANTUM = 0.01
 """Numeric values closer than this share of the column's std count as equal."""
 IMBALANCE_RATE = 0.05
 ENCODING_FOLDS = 5
@@ -66,17 +73,6 @@ def _separation(score: np.ndarray, positive: np.ndarray) -> float:
     return max(auc, 1 - auc)
 
 
-def _numeric_view(dataset, column: str) -> np.ndarray:
-    """A column as numbers: numeric (text coerced), datetime as days, categorical as codes."""
-    from mlflow_agentic.trainers.transforms import to_datetime_features, to_numeric_frame
-
-    kind = dataset.columns[column].kind
-    series = dataset.frame[[column]]
-    if kind == "datetime":
-        return to_datetime_features(series).iloc[:, 0].to_numpy(dtype=float)
-    return to_numeric_frame(series).iloc[:, 0].to_numpy(dtype=float)
-
-
 def _out_of_fold_rate(values: pd.Series, target: np.ndarray, seed: int = 0) -> np.ndarray:
     """Category -> target mean learned on other folds (so a many-level column is not flattered)."""
     codes = values.astype("object").where(values.notna(), "__missing__").astype(str).to_numpy()
@@ -104,7 +100,7 @@ def check_single_feature(dataset) -> list[Finding]:
         if dataset.task == "regression":
             y = dataset.y.to_numpy(dtype=float)
             x = (_out_of_fold_rate(dataset.frame[column], y) if info.kind == "categorical"
-                 else _numeric_view(dataset, column))
+                 else numeric_view(dataset, column))
             ok = ~np.isnan(x)
             if ok.sum() < 3 or np.nanstd(x[ok]) == 0:
                 continue
@@ -124,7 +120,7 @@ def check_single_feature(dataset) -> list[Finding]:
             if info.kind == "categorical":
                 x = _out_of_fold_rate(dataset.frame[column], positive.astype(float))
             else:
-                x = _numeric_view(dataset, column)
+                x = numeric_view(dataset, column)
             ok = ~np.isnan(x)
             if ok.sum() >= 10:
                 best = max(best, _separation(x[ok], positive[ok]))
@@ -148,7 +144,7 @@ def check_missing_separation(dataset) -> list[Finding]:
         rate = dataset.columns[column].missing_rate
         if not (MISSING_RATE_MIN <= rate <= 1 - MISSING_RATE_MIN):
             continue
-        missing = _numeric_view(dataset, column) if dataset.columns[column].kind != \
+        missing = numeric_view(dataset, column) if dataset.columns[column].kind != \
             "categorical" else dataset.frame[column].to_numpy()
         indicator = pd.isna(missing).astype(float)
         best = max(_separation(indicator, pos) for _, pos in _class_targets(dataset))
@@ -187,25 +183,6 @@ def check_too_good(metric: str, score: float, baseline: float) -> Finding | None
 
 
 # ---- 4. near-duplicate rows -------------------------------------------------------------------
-def near_duplicate_clusters(dataset) -> np.ndarray:
-    """Cluster id per row: rows equal on every feature (numbers within 1% of a std) share one."""
-    parts = {}
-    for column in dataset.feature_columns:
-        if dataset.columns[column].kind == "categorical":
-            parts[column] = dataset.frame[column].astype(str).to_numpy()
-        else:
-            x = _numeric_view(dataset, column)
-            std = np.nanstd(x) or 1.0
-            parts[column] = np.where(np.isnan(x), -1e18, np.round(x / (DUPLICATE_QUANTUM * std)))
-    frame = pd.DataFrame(parts)
-    return pd.factorize(pd.util.hash_pandas_object(frame, index=False))[0]
-
-
-def duplicate_share(clusters: np.ndarray) -> float:
-    sizes = np.bincount(clusters)
-    return float(sizes[clusters].__gt__(1).mean()) if len(clusters) else 0.0
-
-
 def check_near_duplicates(dataset, clusters: np.ndarray | None = None,
                           splits: Sequence | None = None) -> list[Finding]:
     clusters = near_duplicate_clusters(dataset) if clusters is None else clusters
@@ -262,7 +239,7 @@ def check_id_columns(dataset) -> list[Finding]:
                 column, advice="an identifier predicts nothing new; excluded from the features",
                 action="excluded"))
         elif info.is_feature and info.kind == "numeric":
-            x = _numeric_view(dataset, column)
+            x = numeric_view(dataset, column)
             ok = x[~np.isnan(x)]
             if len(ok) >= 50 and len(np.unique(ok)) == len(ok) and (
                     np.all(np.diff(ok) > 0) or np.all(np.diff(ok) < 0)):
@@ -299,8 +276,6 @@ def check_group_time(dataset, splits: Sequence, scheme: str,
                 "both sides of a split", dataset.group_column, round(naive, 4), 0.0,
                 "whole groups are kept together in CV and the holdout", f"cv scheme {scheme}"))
     if dataset.time_column is not None:
-        from mlflow_agentic.data.split import parse_time
-
         times = parse_time(dataset.frame[dataset.time_column], dataset.time_column).to_numpy()
         used = _future_share(times, splits)
         if used > 0:

@@ -1,0 +1,40 @@
+"""The names of the evidence a search writes and the promotion gate reads back: model-version
+tags and the holdout artifact. One module for writer and reader, so renaming one cannot
+silently make the gate refuse every model."""
+
+from __future__ import annotations
+
+METRIC = "metric"
+TASK = "task"
+TARGET = "target"
+TRAINER = "trainer"
+VERDICT = "verdict"
+VERDICT_STATUS = "verdict.status"
+QUARANTINED = "quarantined"
+GAP = "gap"
+SELF_DECEIVED = "self_deceived"
+HOLDOUT_ROWS = "holdout_rows"
+HOLDOUT_DIGEST = "holdout_digest"
+RUN_ID = "run_id"
+SEARCH_RUN_ID = "search_run_id"
+PROPOSER = "proposer"
+DATASET = "dataset"
+CV_SCHEME = "cv_scheme"
+EXCLUDED_COLUMNS = "excluded_columns"
+CRITICAL_FINDINGS = "critical_findings"
+ALIAS_DECISION = "alias_decision"
+
+HOLDOUT_ARTIFACT = "evaluation/holdout.csv"
+"""The sealed rows as read (post-outcome columns blanked), logged on the search run."""
+
+
+def cv(metric: str) -> str:
+    return f"cv_{metric}"
+
+
+def holdout(metric: str) -> str:
+    return f"holdout_{metric}"
+
+
+def baseline(metric: str) -> str:
+    return f"baseline_{metric}"

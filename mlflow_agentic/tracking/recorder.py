@@ -1,0 +1,381 @@
+"""``AttemptRecorder``: the search run and one child run per attempt, as the search runs.
+
+An engine observer, so the engine never imports mlflow. What happens after the loop (holdout,
+leaderboard, the model, registration) is ``tracking.result``; ``MlflowTracker`` joins both.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import sys
+import time
+import warnings
+
+import mlflow
+from mlflow.entities import Metric, Param, RunTag
+from mlflow.models import infer_signature
+
+from mlflow_agentic.engine.observer import SearchContext, SearchObserver
+from mlflow_agentic.engine.types import AttemptRecord, EngineeringRun, SolutionCandidate
+from mlflow_agentic.tracking import context as run_context
+from mlflow_agentic.tracking import models
+from mlflow_agentic.tracking.store import Retrying, RetryingClient
+
+TAG_MAX = 5000
+
+
+def _or_off(value):
+    return "off" if value is None else value
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: alive
+        return True
+    return True
+
+
+def _say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _ranges(indices: list[int]) -> str:
+    """[1, 2, 3, 5] -> "1-3, 5"."""
+    spans: list[list[int]] = []
+    for i in sorted(indices):
+        if spans and i == spans[-1][1] + 1:
+            spans[-1][1] = i
+        else:
+            spans.append([i, i])
+    return ", ".join(f"{a}-{b}" if a != b else f"{a}" for a, b in spans)
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class AttemptRecorder(SearchObserver):
+    """Records a search as it runs: the search run (parameters, dataset, briefing), one child
+    run per attempt, one trace per LLM call; on an error, the runs under way end FAILED or
+    KILLED with the reason. ``record_result`` (``tracking.result``) records the finish.
+
+    Uses the configured tracking URI (``MLFLOW_TRACKING_URI``, default ``sqlite:///mlflow.db``).
+    Under ``mlflow run`` the project's run becomes the search run. Every call goes through
+    ``call`` (retried with backoff while the store does not answer).
+    """
+
+    def __init__(self, experiment: str | None = None, run_name: str | None = None,
+                 tracking_uri: str | None = None, tags: dict[str, str] | None = None,
+                 say=None) -> None:
+        self.experiment = experiment
+        self.run_name = run_name
+        self.tracking_uri = tracking_uri
+        self.tags = dict(tags or {})
+        """Extra tags on the search run (a comparison's id, the arm's seed)."""
+        self.say = say or _say
+        """Where notes go while the search runs (store retries, stale runs): stderr."""
+        self.parent_run_id: str | None = None
+        self.child_run_ids: dict[int, str] = {}
+        self.client = None
+        self.context: SearchContext | None = None
+        self.llm_exchanges: list = []
+        self.search_id = run_context.new_search_id()
+        self._open_children: set[int] = set()
+        self._experiment_id: str | None = None
+        self._source_name = ""
+        self._llm_pending: dict[str, float] = {}
+        self._llm_trace_ids: list[str] = []
+        self._context_token = None
+        self._retrying: Retrying | None = None
+        self._ended: list[int] = []
+
+    # ---- search -----------------------------------------------------------------------------
+    def on_search_start(self, context: SearchContext) -> None:
+        self.context = context
+        ds, metric = context.dataset, context.metric
+        if self.tracking_uri:
+            mlflow.set_tracking_uri(self.tracking_uri)
+            mlflow.tracing.reset()  # traces follow the new store
+        uri = mlflow.get_tracking_uri()
+        if uri.startswith(("http://", "https://")):  # our retries say what happens; MLflow's
+            os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")  # are silent
+        self._retrying = Retrying(uri, self.recorded, say=lambda line: self.say(line))
+        self.client = RetryingClient(mlflow.MlflowClient(), self._retrying)
+        self.call("choosing the experiment", self._choose_experiment, ds)
+        name = self.run_name or f"{ds.name}-{context.proposer_name}"
+        # runs started from here on are ours: the run-context provider plugin tags them
+        self._context_token = run_context.begin(search_id=self.search_id,
+                                                proposer=context.proposer_name,
+                                                dataset=ds.name)
+        run = self.call("starting the search run", mlflow.start_run, run_name=name,
+                         nested=mlflow.active_run() is not None)
+        self.parent_run_id = run.info.run_id
+        self._experiment_id = run.info.experiment_id
+        self._source_name = run.data.tags.get("mlflow.source.name", "")
+        self._notice_stale_searches()
+        tags = {"mlflow.runName": name, "agentic.role": "search", "agentic.host":
+                socket.gethostname(), "agentic.pid": str(os.getpid()), "proposer":
+                context.proposer_name, "dataset": ds.name, "task": ds.task, "target": ds.target,
+                "metric": metric.name, "status": "running", **run_context.search_tags(),
+                **self.tags}
+        params = {"proposer": context.proposer_name, "metric": metric.name,
+                  "direction": metric.direction, "trainers": ",".join(context.trainers),
+                  "max_iterations": _or_off(context.max_iterations),
+                  "patience": _or_off(context.patience),
+                  "cv_folds": context.n_splits, "seed": context.random_state,
+                  "task": ds.task, "target": ds.target, "n_rows": ds.n_rows,
+                  "n_features": len(ds.feature_columns),
+                  "excluded_columns": ",".join(ds.excluded_columns) or "none",
+                  **{k: v for k, v in context.settings.items()}}
+        metrics = {f"baseline_{metric.name}": context.baseline_score}
+        metrics.update({f"baseline_{metric.name}_fold{k + 1}": v
+                        for k, v in enumerate(context.baseline_fold_scores)})
+        # Under `mlflow run` the project's parameters are already logged (params are immutable):
+        # a resolved value that differs from a given one goes under `resolved.<name>`.
+        given = self.client.get_run(self.parent_run_id).data.params
+        params = {(k if given.get(k, str(v)) == str(v) else f"resolved.{k}"): v
+                  for k, v in params.items()}
+        self.log(self.parent_run_id, metrics, params, tags)
+        with warnings.catch_warnings():  # source resolution and int-schema hints: noise here
+            warnings.simplefilter("ignore", UserWarning)
+            source = mlflow.data.from_pandas(ds.frame, source=ds.source or "in-memory",
+                                             targets=ds.target, name=ds.name)
+            # `schema` is a cached property inferred from every value; settle it on a sample
+            source.__dict__["schema"] = infer_signature(models.schema_sample(ds.frame)).inputs
+            self.call("logging the dataset", mlflow.log_input, source, context="training")
+        self.call("logging columns.json", mlflow.log_dict,
+                   {c: vars(i) for c, i in ds.columns.items()}, "columns.json")
+        if context.briefing is not None:
+            self._log_briefing(context.briefing)
+
+    def _log_briefing(self, briefing) -> None:
+        """Findings as tags (seen in the UI) and, with the profile and advice, as JSON."""
+        tags = {"findings.critical": str(len(briefing.critical)),
+                "findings.total": str(len(briefing.findings)),
+                "cv_scheme": briefing.cv_scheme, "cv_scheme.reason": briefing.cv_reason,
+                "excluded_columns": ",".join(briefing.excluded) or "none"}
+        for k, f in enumerate(briefing.findings, start=1):
+            key = f"finding.{f.check}" + (f".{f.column}" if f.column else "")
+            tags[key if key not in tags else f"{key}.{k}"] = f"{f.severity}: {f.message}"
+        self.log(self.parent_run_id, {}, {}, tags)
+        self.call("logging findings.json", mlflow.log_dict,
+                   [f.to_dict() for f in briefing.findings], "findings.json")
+        self.call("logging briefing.json", mlflow.log_dict, briefing.to_dict(),
+                   "briefing.json")
+
+    def on_attempt_start(self, index: int, candidate: SolutionCandidate, phase: str) -> None:
+        trainer = getattr(candidate, "trainer", "?")
+        run = self.client.create_run(
+            self._experiment_id, run_name=f"{index:02d}-{trainer}",
+            tags={"mlflow.parentRunId": self.parent_run_id, "agentic.role": "attempt",
+                  "attempt.index": str(index), "mlflow.source.name": self._source_name,
+                  **run_context.search_tags()})
+        self._open_children.add(index)
+        self.child_run_ids[index] = run.info.run_id
+
+    def on_llm_call(self, exchange) -> None:
+        """One LLM call: an MLflow trace on the search run; tokens and cost for the attempt."""
+        self.llm_exchanges.append(exchange)
+        trace_id = self._trace_llm_call(exchange)
+        pending = self._llm_pending
+        pending["llm_prompt_tokens"] = pending.get("llm_prompt_tokens", 0) + \
+            exchange.prompt_tokens
+        pending["llm_completion_tokens"] = pending.get("llm_completion_tokens", 0) + \
+            exchange.completion_tokens
+        pending["llm_seconds"] = pending.get("llm_seconds", 0.0) + exchange.seconds
+        pending["llm_cost_usd"] = pending.get("llm_cost_usd", 0.0) + exchange.cost_usd
+        if trace_id:
+            self._llm_trace_ids.append(trace_id)
+
+    def _trace_llm_call(self, exchange) -> str | None:
+        cand = exchange.candidate
+        attributes = {"model": exchange.model, "mode": exchange.mode,
+                      "prompt_tokens": exchange.prompt_tokens,
+                      "completion_tokens": exchange.completion_tokens,
+                      "cost_usd": exchange.cost_usd, "attempts": exchange.attempts}
+        span = self.client.start_trace(
+            "llm.propose", span_type="CHAT_MODEL", inputs={"messages": exchange.messages},
+            attributes={k: str(v) for k, v in attributes.items()},
+            tags={"proposer": "llm", "search_run_id": self.parent_run_id},
+            experiment_id=self._experiment_id, start_time_ns=exchange.started_ns or None,
+            run_id=self.parent_run_id)
+        outputs = {"text": exchange.text, "notes": exchange.notes,
+                   "claimed_score": exchange.claimed_score,
+                   "candidate": None if cand is None else {"trainer": cand.trainer,
+                                                            "params": dict(cand.params)}}
+        self.client.end_trace(span.trace_id, outputs=outputs,
+                               status="ERROR" if exchange.error else "OK",
+                               end_time_ns=exchange.ended_ns or None)
+        return span.trace_id
+
+    def on_attempt_end(self, record: AttemptRecord) -> None:
+        run_id = self.child_run_ids[record.index]
+        m = record.metric
+        metrics = {"fit_seconds": record.fit_seconds, "attempt_seconds": record.seconds,
+                   "elapsed_seconds": record.elapsed}
+        extra_tags = {}
+        if self._llm_pending:
+            metrics.update(self._llm_pending)
+            self._llm_pending = {}
+            if self._llm_trace_ids:
+                extra_tags["llm.trace_id"] = self._llm_trace_ids[-1]
+        if not record.failed and record.pruned is None:
+            metrics[f"cv_{m}"] = record.score
+            metrics[f"cv_{m}_std"] = record.score_std
+            metrics.update({f"cv_{m}_fold{k + 1}": v for k, v in enumerate(record.fold_scores)})
+        params = {"trainer": record.candidate.trainer, **record.params}
+        status = record.status
+        tags = {
+            "mlflow.runName": f"{record.index:02d}-{record.candidate.trainer} [{status}]",
+            "trainer": record.candidate.trainer, "verdict": status,
+            "verdict.valid": str(record.verdict.valid).lower(),
+            "verdict.reason": record.verdict.reason, "proposer": record.proposer,
+            "proposal_source": record.candidate.source or record.phase,
+            "rationale": record.candidate.rationale or "-", "attempt.phase": record.phase,
+            "mlflow.note.content": (f"**{status}**: {record.verdict.reason}\n\n"
+                                    f"Rationale: {record.candidate.rationale or '-'}"),
+        }
+        tags.update(extra_tags)
+        if record.failed:
+            tags["error"] = record.error
+            if record.traceback:
+                self.client.log_text(run_id, record.traceback, "error.txt")
+        if record.pruned is not None:  # partial folds: logged, never as the CV score
+            tags["pruned"] = "true"
+            metrics.update({f"partial_{m}_fold{k + 1}": v
+                            for k, v in enumerate(record.fold_scores)})
+        self.log(run_id, metrics, params, tags)
+        self.client.set_terminated(run_id, "FAILED" if record.failed else "FINISHED")
+        self._open_children.discard(record.index)
+        self._ended.append(record.index)
+
+    def on_search_end(self, run: EngineeringRun) -> None:
+        m = run.metric
+        metrics = {"n_attempts": len(run.attempts), "n_verified": len(run.valid_attempts),
+                   "n_failed": sum(a.failed for a in run.attempts),
+                   "n_quarantined": sum(a.verdict.quarantined for a in run.attempts),
+                   "n_iterations": run.n_iterations, "search_seconds": run.wall_seconds,
+                   "fit_seconds": run.fit_seconds}
+        tags = {"stop_reason": run.stop_reason, "summary": run.summary(),
+                "stop_kind": run.stop.kind.value if run.stop else "none"}
+        best = run.best_attempt
+        if best is not None:
+            metrics[f"best_cv_{m}"] = run.best_score
+            tags.update({"best_run_id": self.child_run_ids.get(best.index, ""),
+                         "best_trainer": best.candidate.trainer,
+                         "best_attempt": str(best.index)})
+        self.log(self.parent_run_id, metrics, {}, tags)
+
+    def end(self, status: str = "FINISHED") -> None:
+        """End the search run (after ``record_result``) and this search's run context."""
+        self.call("ending the search run", mlflow.end_run, status=status)
+        run_context.end(self._context_token)
+        self._context_token = None
+
+    def on_search_error(self, error: BaseException) -> None:
+        """The attempts under way and the search run end KILLED (an interrupt) or FAILED, with
+        the reason as a tag. With the store down, nothing more is sent."""
+        status = "KILLED" if isinstance(error, (KeyboardInterrupt, SystemExit)) else "FAILED"
+        reason = f"{type(error).__name__}: {error}"[:TAG_MAX]
+        try:
+            if self._retrying is not None and not self._retrying.down:
+                self._retrying.window = min(self._retrying.window, 30.0)
+                for index in sorted(self._open_children):
+                    self.client.set_terminated(self.child_run_ids[index], status)
+                if self.parent_run_id:
+                    self.log(self.parent_run_id, {}, {},
+                                    {"status": status.lower(), "error": reason,
+                                     "kept": self.recorded() or "nothing"})
+        finally:
+            self._open_children.clear()
+            if self.parent_run_id and mlflow.active_run() is not None and \
+                    mlflow.active_run().info.run_id == self.parent_run_id:
+                with contextlib.suppress(Exception):  # the store may be down
+                    mlflow.end_run(status=status)
+            run_context.end(self._context_token)
+            self._context_token = None
+
+    def _notice_stale_searches(self) -> None:
+        """Search runs of this experiment left RUNNING by a process that is gone (kill -9, a
+        reboot): marked KILLED when provably dead (same host, no such pid), else pointed out."""
+        runs = self.client.search_runs(
+            [self._experiment_id], "tags.`agentic.role` = 'search' and attributes.status = "
+            "'RUNNING'", max_results=50)
+        host = socket.gethostname()
+        for run in runs:
+            run_id, tags = run.info.run_id, run.data.tags
+            if run_id == self.parent_run_id:
+                continue
+            pid = tags.get("agentic.pid", "")
+            if tags.get("agentic.host") == host and pid.isdigit() and not _alive(int(pid)):
+                children = self.client.search_runs(
+                    [self._experiment_id], f"tags.`mlflow.parentRunId` = '{run_id}' and "
+                    "attributes.status = 'RUNNING'", max_results=1000)
+                why = (f"its process {pid} on {host} was gone when search "
+                       f"{self.parent_run_id} started")
+                for child in children:
+                    self.client.set_terminated(child.info.run_id, "KILLED")
+                self.log(run_id, {}, {}, {"status": "killed", "error": why})
+                self.client.set_terminated(run_id, "KILLED")
+                self.say(f"note: search run {run_id} was left RUNNING ({why}): marked it and "
+                         f"{len(children)} attempt(s) under way KILLED; its finished attempts "
+                         "stay recorded")
+            else:
+                self.say(f"note: search run {run_id} is still RUNNING (pid {pid or '?'} on "
+                         f"{tags.get('agentic.host', '?')}). If that process is gone, mark it: "
+                         f"python -c \"import mlflow; mlflow.MlflowClient().set_terminated("
+                         f"'{run_id}', 'KILLED')\"")
+
+    def recorded(self) -> str:
+        """What the store holds of this search, for messages after a failure."""
+        if not self.parent_run_id:
+            return ""
+        done = self._ended
+        attempts = (f"{len(done)} finished attempt{'s' if len(done) != 1 else ''} "
+                    f"({_ranges(done)})" if done else "no finished attempt")
+        return f"search run {self.parent_run_id} with {attempts}"
+
+    def call(self, what: str, fn, *args, **kwargs):
+        return self._retrying.call(what, fn, *args, **kwargs)
+
+    # ---- helpers ----------------------------------------------------------------------------
+    def _choose_experiment(self, ds) -> None:
+        """``--experiment``, else the one ``mlflow run`` or the environment names (if it exists
+        in this store), else ``<data>-agentic``."""
+        active = mlflow.active_run()
+        if active is not None:  # nested under the caller's run, in its experiment
+            mlflow.set_experiment(experiment_id=active.info.experiment_id)
+            return
+        if os.environ.get("MLFLOW_RUN_ID"):
+            if self.experiment:
+                warnings.warn("under `mlflow run` the run's experiment is fixed; use "
+                              "`mlflow run --experiment-name` instead of --experiment",
+                              stacklevel=3)
+            return
+        if self.experiment:
+            mlflow.set_experiment(self.experiment)
+            return
+        if os.environ.get("MLFLOW_EXPERIMENT_NAME"):
+            return
+        env_id = os.environ.get("MLFLOW_EXPERIMENT_ID")
+        if env_id:
+            try:
+                self.client.get_experiment(env_id)
+                return
+            except mlflow.exceptions.MlflowException:
+                pass  # left over from another store in this process
+        mlflow.set_experiment(f"{ds.name}-agentic")
+
+    def log(self, run_id: str, metrics: dict, params: dict, tags: dict) -> None:
+        ts = _now_ms()
+        self.client.log_batch(
+            run_id,
+            metrics=[Metric(k, float(v), ts, 0) for k, v in metrics.items()],
+            params=[Param(k, str(v)[:6000]) for k, v in params.items()],
+            tags=[RunTag(k, str(v)[:TAG_MAX]) for k, v in tags.items()],
+        )
