@@ -119,3 +119,16 @@ def test_help_lists_the_options():
     for option in ("--data", "--target", "--proposer", "--trainers", "--max-iterations",
                    "--patience", "--cv", "--metric", "--register-name", "--experiment", "--seed"):
         assert option in result.output
+
+
+def test_the_quickstart_runs_the_honest_search(tracking_uri, tmp_path):
+    """examples/quickstart.py uses the front door: sealed holdout, gap, registration."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, str(ROOT / "examples" / "quickstart.py")],
+                          capture_output=True, text=True, env=env, timeout=600, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "holdout (1409 rows, stratified): selected" in proc.stdout
+    assert "registered: models:/churn-agentic version 1 (@challenger -> version 1)" in \
+        proc.stdout
+    mv = mlflow.MlflowClient().get_model_version_by_alias("churn-agentic", "challenger")
+    assert mv.tags["holdout_digest"] and mv.tags["verdict.status"] == "verified"

@@ -227,8 +227,11 @@ def start_search(tmp_path, uri, csv, *extra, env=None):
                *extra]
     environment = {**os.environ, "MLFLOW_TRACKING_URI": uri, "PYTHONPATH": str(ROOT),
                    **(env or {})}
+    # a foreground process: SIGINT raises KeyboardInterrupt even when the test runner itself
+    # ignores SIGINT (a background job), which the child would inherit
     return subprocess.Popen(command, cwd=tmp_path, env=environment, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
 def wait_for_finished_attempts(uri: str, n: int, proc, timeout: float = 120) -> None:
@@ -354,16 +357,12 @@ def test_two_first_searches_at_once_on_a_fresh_store_both_succeed(tmp_path, fram
              for trainer in ("linear", "random_forest")]
     results = [p.communicate(timeout=240) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], results
-    client = mlflow.MlflowClient(tracking_uri=uri)
+    client = mlflow.MlflowClient(tracking_uri=uri, registry_uri=uri)
     versions = client.search_model_versions("name = 'churn-agentic'")
     assert len(versions) == 2
     scores = {v.version: float(v.tags["holdout_roc_auc"]) for v in versions}
     assert len({v.tags["holdout_digest"] for v in versions}) == 1  # the same evidence
-    mlflow.set_registry_uri(uri)
-    try:
-        holder = client.get_model_version_by_alias("churn-agentic", "challenger")
-    finally:
-        mlflow.set_registry_uri(None)
+    holder = client.get_model_version_by_alias("churn-agentic", "challenger")
     assert float(holder.tags["holdout_roc_auc"]) == max(scores.values())  # in any order
     outs = "".join(out for out, _ in results)
     if holder.version != max(scores, key=lambda v: int(v)):  # the later, worse one said so

@@ -151,7 +151,7 @@ class LLMClient:
         except (openai.APITimeoutError, openai.APIConnectionError) as exc:
             where = self.config.base_url or "https://api.openai.com/v1"
             raise LLMUnavailable(f"no answer from the LLM endpoint {where}: "
-                                 f"{type(exc).__name__}: {exc}") from exc
+                                 f"{type(exc).__name__}: {str(exc).rstrip('.')}") from exc
 
     def _seed(self) -> dict:
         return {} if self.config.seed is None else {"seed": self.config.seed}
