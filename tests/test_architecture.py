@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.imports import runtime_imports
+
 PACKAGE = Path(__file__).resolve().parents[1] / "mlflow_agentic"
 EDGE_LIBRARIES = {"mlflow", "openai", "docker"}
 CORE = ["engine", "verify", "proposers", "data", "trainers", "metrics.py", "errors.py"]
@@ -115,26 +117,6 @@ def part_of(module: str) -> str:
     return parts[1]
 
 
-def runtime_imports(path: Path) -> set[str]:
-    """mlflow_agentic modules a file imports when it runs (function-level included; only
-    ``if TYPE_CHECKING:`` blocks left out)."""
-    tree = ast.parse(path.read_text())
-    typing_only = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If)
-                   and getattr(node.test, "id", None) == "TYPE_CHECKING"
-                   for stmt in node.body for n in ast.walk(stmt)}
-    found = set()
-    for node in ast.walk(tree):
-        if id(node) in typing_only:
-            continue
-        if isinstance(node, ast.ImportFrom) and node.module and \
-                node.module.startswith("mlflow_agentic"):
-            found |= {f"{node.module}.{a.name}" if node.module == "mlflow_agentic" else
-                      node.module for a in node.names}
-        elif isinstance(node, ast.Import):
-            found |= {a.name for a in node.names if a.name.startswith("mlflow_agentic")}
-    return found
-
-
 def part_graph() -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {}
     for path in PACKAGE.rglob("*.py"):
@@ -143,7 +125,8 @@ def part_graph() -> dict[str, set[str]]:
         source = part_of(module)
         if source == "root":
             continue  # the package root only maps names to modules (lazily)
-        for target in map(part_of, runtime_imports(path)):
+        ours = (m for m in runtime_imports(path) if m.startswith("mlflow_agentic"))
+        for target in map(part_of, ours):
             if target not in (source, "root") and not target.startswith("root."):
                 graph.setdefault(source, set()).add(target)
     return graph

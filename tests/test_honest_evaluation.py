@@ -3,7 +3,6 @@ acceptance; quarantine; the trap benchmark."""
 
 from __future__ import annotations
 
-import ast
 import inspect
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from mlflow_agentic import Dataset, OptunaProposer, SequenceProposer
 from mlflow_agentic.engine import AgenticAutoML, SearchObserver
 from mlflow_agentic.orchestrator import SplitOptions, run_search
 from mlflow_agentic.tracking import MlflowTracker
+from tests.imports import runtime_imports
 
 PACKAGE = Path(__file__).resolve().parents[1] / "mlflow_agentic"
 
@@ -33,23 +33,6 @@ def test_no_holdout_parameter_reachable_from_the_loop():
             assert not any("holdout" in p for p in params)
 
 
-def _module_imports(path: Path) -> set[str]:
-    """Imports that run (those under ``if TYPE_CHECKING:`` are for type checkers only)."""
-    tree = ast.parse(path.read_text())
-    typing_only = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If)
-                   and getattr(node.test, "id", None) == "TYPE_CHECKING"
-                   for stmt in node.body for n in ast.walk(stmt)}
-    found = set()
-    for node in ast.walk(tree):
-        if id(node) in typing_only:
-            continue
-        if isinstance(node, ast.ImportFrom) and node.module:
-            found.add(node.module)
-        elif isinstance(node, ast.Import):
-            found |= {a.name for a in node.names}
-    return found
-
-
 def _closure(start: str) -> set[str]:
     """Every mlflow_agentic module reachable by imports from ``start`` (transitively)."""
     seen, todo = set(), [start]
@@ -62,7 +45,7 @@ def _closure(start: str) -> set[str]:
         path = PACKAGE / (rel + ".py") if (PACKAGE / (rel + ".py")).exists() else \
             PACKAGE / rel / "__init__.py"
         if path.exists():
-            todo += [m for m in _module_imports(path) if m.startswith("mlflow_agentic")]
+            todo += [m for m in runtime_imports(path) if m.startswith("mlflow_agentic")]
             parent = module.rsplit(".", 1)[0]
             if parent != module:
                 todo.append(parent)
