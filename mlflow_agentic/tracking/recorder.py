@@ -312,7 +312,10 @@ class AttemptRecorder(SearchObserver):
             if run_id == self.parent_run_id:
                 continue
             pid = tags.get("agentic.pid", "")
-            if tags.get("agentic.host") == host and pid.isdigit() and not _alive(int(pid)):
+            here = tags.get("agentic.host") == host and pid.isdigit()
+            if here and _alive(int(pid)):
+                continue  # another search running now on this machine
+            if here:
                 children = self.client.search_runs(
                     [self._experiment_id], f"tags.`mlflow.parentRunId` = '{run_id}' and "
                     "attributes.status = 'RUNNING'", max_results=1000)
