@@ -3,22 +3,18 @@
 It is the honest search end to end: the file read and checked, the tracking store checked,
 the holdout sealed before any proposer exists, the briefing (profile, leakage findings, CV
 advice), the search, every attempt scored on the holdout, and the verified best logged and
-registered in MLflow with its evidence. Every setting is declared and validated here once; the
-CLI only parses flags into these arguments.
+registered in MLflow with its evidence. Its settings become one ``SearchSettings`` (declared and
+validated in ``engine.settings``); the CLI only parses flags into these arguments.
 """
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from mlflow_agentic.errors import UserInputError
-
-DEFAULT_MAX_ITERATIONS = 8
-DEFAULT_PATIENCE = 3
 
 
 def search(
@@ -64,20 +60,24 @@ def search(
     (``run_id``, ``model_uri``, ``model_version``). ``say`` gets notes (how the file was read,
     tracking retries, stale runs); default: warnings.
     """
+    from mlflow_agentic.engine.settings import SearchSettings
     from mlflow_agentic.metrics import resolve_metric
     from mlflow_agentic.orchestrator import run_search
     from mlflow_agentic.proposers.factory import LLMOptions, build_proposer, check_llm_endpoint
     from mlflow_agentic.trainers import resolve_trainers
-    from mlflow_agentic.verify import DeterministicVerifier
 
     started = time.perf_counter() if started is None else started
-    max_iterations, patience = _budgets(max_iterations, patience, time_budget, n_jobs, cv)
+    settings = SearchSettings.budgeted(  # every setting, validated here once
+        max_iterations=max_iterations, patience=patience, time_budget=time_budget, cv=cv,
+        cv_scheme=cv_scheme, metric=metric, trainers=trainers, random_state=seed,
+        n_jobs=n_jobs, prune=prune, ensemble=ensemble, margin=margin)
     say = say or _warn
     dataset = _dataset(data, target, encoding)
     for note in dataset.notes:
         say(f"note: {note}")
     resolve_metric(metric, dataset.task)  # fail before anything is logged
     allowed = resolve_trainers(trainers, dataset.task)
+    settings = settings.replace(trainers=allowed)
     llm = llm or LLMOptions()
     make = proposer if callable(proposer) else None
     if make is None:
@@ -104,13 +104,9 @@ def search(
     if tracker is None:
         tracker = MlflowTracker(experiment=experiment, register_name=register_name,
                                 register=register, tracking_uri=tracking_uri, say=say)
-    result = run_search(
-        dataset, make, split=split, verifier=DeterministicVerifier(margin),
-        max_iterations=max_iterations, patience=patience, cv=cv, cv_scheme=cv_scheme,
-        metric=metric, trainers=allowed, random_state=seed,
-        keep_flagged_columns=keep_flagged_columns, tracker=tracker, observers=observers,
-        time_budget=time_budget, started=started, n_jobs=n_jobs, prune=prune,
-        ensemble=ensemble)
+    result = run_search(dataset, make, settings, split=split,
+                        keep_flagged_columns=keep_flagged_columns, tracker=tracker,
+                        observers=observers, started=started)
     result.run_id = tracker.parent_run_id
     result.model_uri = tracker.model_uri
     result.model_version = tracker.model_version
@@ -123,27 +119,6 @@ def _warn(line: str) -> None:
     import warnings
 
     warnings.warn(line, stacklevel=3)
-
-
-def _budgets(max_iterations, patience, time_budget, n_jobs, cv) -> tuple:
-    """The budget, validated once: iterations and patience default to 8 and 3 unless a time
-    budget is given."""
-    if time_budget is not None and not (isinstance(time_budget, (int, float))
-                                        and math.isfinite(time_budget) and time_budget > 0):
-        raise UserInputError(f"time budget {time_budget!r}: expected a positive number of "
-                             "seconds")
-    if n_jobs == 0:
-        raise UserInputError("n_jobs 0: use 1 or more workers, or -1 for all cores")
-    if isinstance(cv, int) and cv < 2:
-        raise UserInputError(f"cv must be at least 2 folds, got {cv}")
-    if time_budget is None:
-        max_iterations = DEFAULT_MAX_ITERATIONS if max_iterations is None else max_iterations
-        patience = DEFAULT_PATIENCE if patience is None else patience
-    if max_iterations is not None and max_iterations < 0:
-        raise UserInputError(f"max_iterations must be >= 0, got {max_iterations}")
-    if patience is not None and patience < 1:
-        raise UserInputError(f"patience must be >= 1, got {patience}")
-    return max_iterations, patience
 
 
 def _dataset(data, target: str | None, encoding: str | None):

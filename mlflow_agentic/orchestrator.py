@@ -11,6 +11,7 @@ from typing import Any
 from mlflow_agentic.briefing import Briefing, build_briefing
 from mlflow_agentic.data.split import Holdout, seal_holdout
 from mlflow_agentic.engine import AgenticAutoML, EngineeringRun, SearchObserver
+from mlflow_agentic.engine.settings import SearchSettings
 from mlflow_agentic.proposers.base import CandidateProposer
 from mlflow_agentic.scoring import HoldoutReport, HoldoutScorer, score_on_holdout
 from mlflow_agentic.verify import DeterministicVerifier
@@ -86,39 +87,31 @@ def seal(dataset, *, split: SplitOptions | None = None, cv: int = 5, cv_scheme: 
 def run_search(
     dataset,
     make_proposer: Callable[[], CandidateProposer],
+    settings: SearchSettings | None = None,
     *,
     split: SplitOptions | None = None,
     verifier: DeterministicVerifier | None = None,
-    max_iterations: int | None = 8,
-    patience: int | None = 3,
-    cv: int = 5,
-    cv_scheme: str = "auto",
-    metric: str | None = None,
-    trainers: Sequence[str] | None = None,
-    random_state: int = 0,
     keep_flagged_columns: bool = False,
     tracker=None,
     observers: Sequence[SearchObserver] = (),
-    time_budget: float | None = None,
     started: float | None = None,
-    n_jobs: int | None = None,
-    prune: bool = True,
-    ensemble: bool = True,
+    **changes,
 ) -> SearchResult:
     """Seal, brief, search, score, register. ``make_proposer`` is called after the holdout is
     sealed, so no proposer ever exists while the holdout rows are in reach.
 
-    ``time_budget`` covers the whole job from ``started`` (a ``time.perf_counter()`` value;
-    default: now): sealing, the search, the refit, holdout scoring and registration.
+    ``settings`` (or its field names as keywords). Its ``time_budget`` covers the whole job
+    from ``started`` (a ``time.perf_counter()`` value; default: now): sealing, the search, the
+    refit, holdout scoring and registration.
     """
     started = time.perf_counter() if started is None else started
-    task = seal(dataset, split=split, cv=cv, cv_scheme=cv_scheme, random_state=random_state,
-                keep_flagged_columns=keep_flagged_columns)
-    return search_sealed(task, make_proposer, verifier=verifier, max_iterations=max_iterations,
-                         patience=patience, cv=cv, metric=metric, trainers=trainers,
-                         random_state=random_state, tracker=tracker, observers=observers,
-                         time_budget=loop_budget(time_budget, started, tracker is not None),
-                         n_jobs=n_jobs, prune=prune, ensemble=ensemble)
+    settings = SearchSettings.of(settings, **changes)
+    task = seal(dataset, split=split, cv=settings.cv, cv_scheme=settings.cv_scheme,
+                random_state=settings.random_state, keep_flagged_columns=keep_flagged_columns)
+    loop = settings.replace(time_budget=loop_budget(settings.time_budget, started,
+                                                    tracker is not None))
+    return search_sealed(task, make_proposer, loop, verifier=verifier, tracker=tracker,
+                         observers=observers)
 
 
 def loop_budget(total: float | None, started: float, tracked: bool) -> float | None:
@@ -134,38 +127,27 @@ def loop_budget(total: float | None, started: float, tracked: bool) -> float | N
 def search_sealed(
     task: SealedTask,
     make_proposer: Callable[[], CandidateProposer],
+    settings: SearchSettings | None = None,
     *,
     verifier: DeterministicVerifier | None = None,
-    max_iterations: int | None = 8,
-    patience: int | None = 3,
-    cv: int | object = 5,
-    metric: str | None = None,
-    trainers: Sequence[str] | None = None,
-    random_state: int = 0,
-    max_attempts: int | None = None,
-    time_budget: float | None = None,
     tracker=None,
     observers: Sequence[SearchObserver] = (),
-    n_jobs: int | None = None,
-    prune: bool = True,
-    ensemble: bool = True,
+    **changes,
 ) -> SearchResult:
     """Search the training rows of ``task``, score every attempt on its holdout, register.
 
-    ``cv`` may be a fold count (the briefing's scheme) or fixed splits shared between searches.
+    ``settings.cv`` may be a fold count (the briefing's scheme) or fixed splits shared between
+    searches.
     """
+    settings = SearchSettings.of(settings, **changes)
     briefing = task.briefing
     scorer = HoldoutScorer(task.holdout, briefing.dataset.classes)
     all_observers = [scorer, *observers]
     if tracker is not None:
         tracker.auto_finish = False
         all_observers.insert(0, tracker)
-    automl = AgenticAutoML(make_proposer(), verifier=verifier, max_iterations=max_iterations,
-                           patience=patience, cv=cv, metric=metric, trainers=trainers,
-                           random_state=random_state, observers=all_observers,
-                           cv_scheme=briefing.cv_scheme, briefing=briefing,
-                           max_attempts=max_attempts, time_budget=time_budget, n_jobs=n_jobs,
-                           prune=prune, ensemble=ensemble,
+    automl = AgenticAutoML(make_proposer(), settings.replace(cv_scheme=briefing.cv_scheme),
+                           verifier=verifier, observers=all_observers, briefing=briefing,
                            extra_X=task.holdout.dataset.X)  # features only: labels stay here
     run = automl.solve(briefing.dataset)
     try:
@@ -179,5 +161,5 @@ def search_sealed(
     return SearchResult(run, briefing, report, task.train.n_rows)
 
 
-__all__ = ["Holdout", "SealedTask", "SearchResult", "SplitOptions", "run_search", "seal",
-           "search_sealed"]
+__all__ = ["Holdout", "SealedTask", "SearchResult", "SearchSettings", "SplitOptions", "run_search",
+           "seal", "search_sealed"]

@@ -183,3 +183,35 @@ def test_time_budget_counts_proposal_time(data):
 def test_an_unbounded_search_is_refused(data):
     with pytest.raises(UserInputError, match="unbounded"):
         AgenticAutoML(SequenceProposer([q(0.5)]), max_iterations=None, patience=None)
+
+
+@pytest.mark.parametrize(("changes", "message"), [
+    ({"patience": 0}, "patience must be >= 1, got 0"),
+    ({"max_iterations": -1}, "max_iterations must be >= 0, got -1"),
+    ({"time_budget": float("nan")}, "time budget nan: expected a positive number of seconds"),
+    ({"cv": 1}, "cv must be at least 2 folds, got 1"),
+    ({"n_jobs": 0}, "n_jobs 0: use 1 or more workers"),
+    ({"margin": 1.5}, "margin must be in [0, 1), got 1.5"),
+])
+def test_settings_are_checked_in_one_place_for_every_entry(changes, message, tmp_path):
+    """The loop, the orchestrator and search() build one SearchSettings: same check, same
+    words, before any data is read."""
+    from mlflow_agentic import search
+    from mlflow_agentic.engine.settings import SearchSettings
+
+    for build in (lambda: SearchSettings.of(**changes),
+                  lambda: AgenticAutoML(SequenceProposer([q(0.5)]), **changes),
+                  lambda: search(tmp_path / "never-read.csv", **_search_kw(changes))):
+        with pytest.raises(UserInputError) as error:
+            build()
+        assert message in str(error.value)
+
+
+def _search_kw(changes: dict) -> dict:
+    return {"seed" if k == "random_state" else k: v for k, v in changes.items()}
+
+
+def test_an_unknown_setting_is_named_with_the_closest():
+    with pytest.raises(TypeError, match="unknown search setting 'max_iteration'. .*Did you "
+                                        "mean 'max_iterations'"):
+        AgenticAutoML(SequenceProposer([q(0.5)]), max_iteration=3)

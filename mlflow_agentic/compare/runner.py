@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mlflow_agentic.compare.table import Arm, aggregate, arm_from_search, summarize
+from mlflow_agentic.engine.settings import SearchSettings
 from mlflow_agentic.errors import UserInputError
 from mlflow_agentic.orchestrator import SealedTask, SplitOptions, seal, search_sealed
 from mlflow_agentic.proposers.factory import PROPOSERS, LLMOptions, build_proposer
@@ -57,6 +58,16 @@ class CompareOptions:
             raise UserInputError("give at least one seed, e.g. --seeds 1,2,3")
         if self.budget_attempts is None and self.time_budget is None:
             self.budget_attempts = DEFAULT_BUDGET
+        self.arm_settings()  # every setting checked once, where it is declared
+
+    def arm_settings(self, seed: int = 0, cv=None, trainers=None) -> SearchSettings:
+        """One arm's search: no early stopping (the same budget for every proposer), the
+        shared folds, no ensemble (the proposer's own candidates are judged)."""
+        return SearchSettings(max_iterations=None, patience=None,
+                              max_attempts=self.budget_attempts, time_budget=self.time_budget,
+                              cv=self.cv if cv is None else cv, cv_scheme=self.cv_scheme,
+                              metric=self.metric, trainers=trainers, random_state=seed,
+                              ensemble=False, margin=self.margin)
 
     def budget_text(self) -> str:
         parts = []
@@ -253,12 +264,8 @@ def _run_arm(task, name, seed, trainers, options, llm, splits, verifier, tags, o
 
     arm_tracker = MlflowTracker(register=False, log_model=False,
                                 run_name=f"{task.dataset.name}-{name}-s{seed}", tags=tags)
-    searched = search_sealed(
-        task, make, verifier=verifier, max_iterations=None, patience=None, cv=splits,
-        metric=options.metric, trainers=trainers, random_state=seed,
-        max_attempts=options.budget_attempts, time_budget=options.time_budget,
-        tracker=arm_tracker, observers=observers,
-        ensemble=False)  # judged: the proposer's own candidates, not an engine-made blend
+    searched = search_sealed(task, make, options.arm_settings(seed, splits, trainers),
+                             verifier=verifier, tracker=arm_tracker, observers=observers)
     return arm_from_search(searched, proposer=name, seed=seed, run_id=arm_tracker.parent_run_id,
                            llm_exchanges=getattr(made[0], "exchanges", ()))
 

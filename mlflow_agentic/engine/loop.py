@@ -26,6 +26,7 @@ from mlflow_agentic.engine.observer import SearchContext, SearchObserver
 from mlflow_agentic.engine.parallel import WorkerPool, resolve_n_jobs
 from mlflow_agentic.engine.protocol import CandidateProposer, proposer_name
 from mlflow_agentic.engine.refit import ENSEMBLE, refit
+from mlflow_agentic.engine.settings import SearchSettings
 from mlflow_agentic.engine.types import (
     AttemptRecord,
     EngineeringRun,
@@ -34,7 +35,7 @@ from mlflow_agentic.engine.types import (
     StopReason,
     Verdict,
 )
-from mlflow_agentic.errors import ProposerOutputError, UserInputError
+from mlflow_agentic.errors import ProposerOutputError
 from mlflow_agentic.metrics import resolve_metric
 from mlflow_agentic.trainers.registry import get_trainer, resolve_trainers
 from mlflow_agentic.verify.verifier import DeterministicVerifier
@@ -60,55 +61,19 @@ class AgenticAutoML:
     ``solve`` takes training rows only: there is deliberately no way to hand it holdout labels.
     """
 
-    def __init__(
-        self,
-        proposer: CandidateProposer,
-        verifier: DeterministicVerifier | None = None,
-        max_iterations: int | None = 8,
-        patience: int | None = 3,
-        cv: int | object = 5,
-        metric: str | None = None,
-        trainers: Sequence[str] | None = None,
-        random_state: int = 0,
-        observers: Iterable[SearchObserver] = (),
-        cv_scheme: str = "auto",
-        briefing=None,
-        max_attempts: int | None = None,
-        time_budget: float | None = None,
-        n_jobs: int | None = None,
-        prune: bool = True,
-        ensemble: bool = True,
-        extra_X=None,
-    ) -> None:
-        if max_iterations is not None and max_iterations < 0:
-            raise UserInputError(f"max_iterations must be >= 0, got {max_iterations}")
-        if patience is not None and patience < 1:
-            raise UserInputError(f"patience must be >= 1, got {patience}")
-        if max_attempts is not None and max_attempts < 1:
-            raise UserInputError(f"max_attempts must be >= 1, got {max_attempts}")
-        if time_budget is not None and not time_budget > 0:
-            raise UserInputError(f"time_budget must be > 0 seconds, got {time_budget}")
-        if max_iterations is None and max_attempts is None and time_budget is None:
-            raise UserInputError("an unbounded search: give max_iterations, max_attempts or "
-                                 "time_budget")
+    def __init__(self, proposer: CandidateProposer, settings: SearchSettings | None = None,
+                 *, verifier: DeterministicVerifier | None = None,
+                 observers: Iterable[SearchObserver] = (), briefing=None, extra_X=None,
+                 **changes) -> None:
+        """``settings`` (or its field names as keywords: ``max_iterations=4, cv=3``...)."""
         self.proposer = proposer
-        self.verifier = verifier or DeterministicVerifier()
-        self.max_iterations = None if max_iterations is None else int(max_iterations)
-        self.patience = None if patience is None else int(patience)
-        self.max_attempts = None if max_attempts is None else int(max_attempts)
-        self.time_budget = None if time_budget is None else float(time_budget)
-        self.n_jobs = resolve_n_jobs(n_jobs)
-        self.prune = prune
-        self.ensemble = ensemble
+        self.settings = SearchSettings.of(settings, **changes)
+        self.verifier = verifier or DeterministicVerifier(self.settings.margin)
+        self.n_jobs = resolve_n_jobs(self.settings.n_jobs)
         self.extra_X = extra_X
-        self._started = 0.0
-        self.cv = cv
-        self.metric = metric
-        self.trainers = list(trainers) if trainers is not None else None
-        self.random_state = int(random_state)
         self.observers = list(observers)
-        self.cv_scheme = cv_scheme
         self.briefing = briefing
+        self._started = 0.0
         self._oof: dict[int, np.ndarray] = {}
         self._extras: dict[int, np.ndarray] = {}
         self._refit_estimate = 0.0
@@ -119,29 +84,30 @@ class AgenticAutoML:
         """Run the search on ``dataset`` (all of whose rows are training rows)."""
         started = self._started = time.perf_counter()
         self._oof, self._extras, self._refit_estimate, self._best_utility = {}, {}, 0.0, None
-        metric = resolve_metric(self.metric, dataset.task)
-        trainers = resolve_trainers(self.trainers, dataset.task)
-        scheme, why = (resolve_scheme(dataset, self.cv_scheme) if isinstance(self.cv, int)
-                       else (getattr(self.cv, "scheme", type(self.cv).__name__),
-                             getattr(self.cv, "reason", "splitter given")))
-        splits = make_splits(dataset, self.cv, self.random_state, scheme)
+        s = self.settings
+        metric = resolve_metric(s.metric, dataset.task)
+        trainers = resolve_trainers(s.trainers, dataset.task)
+        scheme, why = (resolve_scheme(dataset, s.cv_scheme) if isinstance(s.cv, int)
+                       else (getattr(s.cv, "scheme", type(s.cv).__name__),
+                             getattr(s.cv, "reason", "splitter given")))
+        splits = make_splits(dataset, self.settings.cv, self.settings.random_state, scheme)
         baseline = cross_validate(lambda: baseline_model(dataset.task), dataset, splits, metric)
         context = SearchContext(
             dataset=dataset, metric=metric, trainers=tuple(trainers),
             baseline_score=baseline.mean, baseline_fold_scores=baseline.fold_scores,
-            n_splits=len(splits), max_iterations=self.max_iterations, patience=self.patience,
-            random_state=self.random_state, proposer_name=proposer_name(self.proposer),
+            n_splits=len(splits), max_iterations=s.max_iterations, patience=s.patience,
+            random_state=s.random_state, proposer_name=proposer_name(self.proposer),
             settings={"cv_scheme_reason": why, "verifier_margin": self.verifier.margin,
                       "n_jobs": self.n_jobs, "pruning": self._pruner_label(),
-                      "ensemble": self.ensemble, "batch_size": self._batch_size(),
-                      **self._budget_settings()},
+                      "ensemble": self.settings.ensemble, "batch_size": self._batch_size(),
+                      **s.budget_params()},
             cv_scheme=scheme, briefing=self.briefing, emit=self._emit,
-            deadline=None if self.time_budget is None else started + self.time_budget,
+            deadline=None if s.time_budget is None else started + s.time_budget,
         )
         pool = WorkerPool(self.n_jobs)
         pool.warm_up()  # workers import the scientific stack while the baseline and tracking run
         self._runner = BatchRunner(FoldData(dataset, splits, self.extra_X), pool, metric,
-                                   self._make_pruner(), self.random_state)
+                                   self._make_pruner(), self.settings.random_state)
         try:  # a failure from here on ends the observers' records too (FAILED, with why)
             self._notify("on_search_start", context)
             run = self._search(context, pool)
@@ -163,22 +129,23 @@ class AgenticAutoML:
         seeds = self.proposer.propose_initial(dataset, trainers)
         if isinstance(seeds, SolutionCandidate) or seeds is None:
             seeds = [seeds] if seeds is not None else []
-        if self.max_attempts is not None:
-            seeds = list(seeds)[: self.max_attempts]
+        if self.settings.max_attempts is not None:
+            seeds = list(seeds)[: self.settings.max_attempts]
         stop_reason = self._budget_spent(len(history))
         if not stop_reason:
             self._run_batch(ctx, history, list(seeds), "seed")
         best = self._best(history)
 
-        iterations, patience_left = 0, self.patience
+        s = self.settings
+        iterations, patience_left = 0, s.patience
         while not stop_reason:
-            if self.max_iterations is not None and iterations >= self.max_iterations:
+            if s.max_iterations is not None and iterations >= s.max_iterations:
                 stop_reason = StopReason(StopKind.ITERATIONS,
-                                         f"reached max_iterations={self.max_iterations}")
+                                         f"reached max_iterations={s.max_iterations}")
                 break
             if patience_left is not None and patience_left <= 0:
                 stop_reason = StopReason(StopKind.PATIENCE, f"patience exhausted: "
-                                         f"{self.patience} attempts without a verified "
+                                         f"{self.settings.patience} attempts without a verified "
                                          "improvement")
                 break
             stop_reason = self._budget_spent(len(history))
@@ -191,13 +158,13 @@ class AgenticAutoML:
                 iterations += 1
                 if record.verdict.valid and (best is None or
                                              metric.better(record.score, best.score)):
-                    best, patience_left = record, self.patience
+                    best, patience_left = record, self.settings.patience
                 elif patience_left is not None:
                     patience_left -= 1
 
-        if self.ensemble:
+        if self.settings.ensemble:
             best = self._try_ensemble(ctx, history, best)
-        model, refit_seconds, best = refit(history, best, ctx.dataset, pool, self.random_state)
+        model, refit_seconds, best = refit(history, best, ctx.dataset, pool, s.random_state)
         return EngineeringRun(
             attempts=history, best_candidate=best.candidate if best else None,
             best_score=best.score if best else None, model=model, metric=metric.name,
@@ -211,10 +178,10 @@ class AgenticAutoML:
                  ) -> tuple[list, StopReason | None]:
         """Up to one batch of candidates, within the iteration and attempt budgets."""
         n = self._batch_size()
-        if self.max_iterations is not None:
-            n = min(n, self.max_iterations - iterations)
-        if self.max_attempts is not None:
-            n = min(n, self.max_attempts - len(history))
+        if self.settings.max_iterations is not None:
+            n = min(n, self.settings.max_iterations - iterations)
+        if self.settings.max_attempts is not None:
+            n = min(n, self.settings.max_attempts - len(history))
         if patience_left is not None:  # a batch never runs past the patience
             n = min(n, patience_left)
         candidates: list = []
@@ -354,37 +321,29 @@ class AgenticAutoML:
             self._refit_estimate = outcome.fit_seconds / n * 1.3
 
     def _deadline(self) -> float | None:
-        if self.time_budget is None:
+        budget = self.settings.time_budget
+        if budget is None:
             return None
-        ensemble = min(ENSEMBLE_RESERVE_SECONDS, 0.1 * self.time_budget) if self.ensemble else 0.0
-        reserve = self._refit_estimate + ensemble
-        return self._started + self.time_budget - reserve
+        ensemble = min(ENSEMBLE_RESERVE_SECONDS, 0.1 * budget) if self.settings.ensemble else 0.0
+        return self._started + budget - self._refit_estimate - ensemble
 
     def _budget_spent(self, n_attempts: int) -> StopReason | None:
         """Why the shared budget stops the search now, or None while some is left."""
-        if self.max_attempts is not None and n_attempts >= self.max_attempts:
+        if self.settings.max_attempts is not None and n_attempts >= self.settings.max_attempts:
             return StopReason(StopKind.ATTEMPTS, f"attempt budget spent: {n_attempts} of "
-                              f"{self.max_attempts} attempts")
+                              f"{self.settings.max_attempts} attempts")
         deadline = self._deadline()
         if deadline is not None and time.perf_counter() >= deadline:
             elapsed = time.perf_counter() - self._started
             return StopReason(StopKind.TIME, f"time budget spent: {elapsed:.1f}s of "
-                              f"{self.time_budget:g}s (time for the refit kept back)")
+                              f"{self.settings.time_budget:g}s (time for the refit kept back)")
         return None
-
-    def _budget_settings(self) -> dict:
-        settings: dict = {}
-        if self.max_attempts is not None:
-            settings["budget_attempts"] = self.max_attempts
-        if self.time_budget is not None:
-            settings["budget_seconds"] = self.time_budget
-        return settings
 
     def _batch_size(self) -> int:
         return max(1, int(getattr(self.proposer, "batch_size", 1) or 1))
 
     def _make_pruner(self):
-        if not self.prune:
+        if not self.settings.prune:
             return None
         from mlflow_agentic.engine.pruning import FoldPruner
 
@@ -393,7 +352,7 @@ class AgenticAutoML:
     def _pruner_label(self) -> str:
         from mlflow_agentic.engine.pruning import FoldPruner
 
-        return FoldPruner.describe() if self.prune else "off"
+        return FoldPruner.describe() if self.settings.prune else "off"
 
     def _best(self, history: Sequence[AttemptRecord]) -> AttemptRecord | None:
         best = None
