@@ -10,11 +10,25 @@ validated in ``engine.settings``); the CLI only parses flags into these argument
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from mlflow_agentic.data import Dataset
+from mlflow_agentic.engine.settings import SearchSettings
 from mlflow_agentic.errors import UserInputError
+from mlflow_agentic.metrics import resolve_metric
+from mlflow_agentic.orchestrator import run_search
+from mlflow_agentic.proposers.factory import (
+    LLMOptions,
+    build_proposer,
+    check_llm_endpoint,
+    load_candidates,
+)
+from mlflow_agentic.tracking import MlflowTracker
+from mlflow_agentic.tracking.store import check_store
+from mlflow_agentic.trainers import resolve_trainers
 
 
 def search(
@@ -60,12 +74,6 @@ def search(
     (``run_id``, ``model_uri``, ``model_version``). ``say`` gets notes (how the file was read,
     tracking retries, stale runs); default: warnings.
     """
-    from mlflow_agentic.engine.settings import SearchSettings
-    from mlflow_agentic.metrics import resolve_metric
-    from mlflow_agentic.orchestrator import run_search
-    from mlflow_agentic.proposers.factory import LLMOptions, build_proposer, check_llm_endpoint
-    from mlflow_agentic.trainers import resolve_trainers
-
     started = time.perf_counter() if started is None else started
     settings = SearchSettings.budgeted(  # every setting, validated here once
         max_iterations=max_iterations, patience=patience, time_budget=time_budget, cv=cv,
@@ -93,12 +101,9 @@ def search(
                                   llm=llm)
 
         if candidates:
-            from mlflow_agentic.proposers.factory import load_candidates
 
             load_candidates(candidates, allowed, dataset)  # a bad file fails before logging
 
-    from mlflow_agentic.tracking import MlflowTracker
-    from mlflow_agentic.tracking.store import check_store
 
     check_store(tracking_uri)  # a store we cannot use is the user's to fix: before sealing
     if tracker is None:
@@ -116,15 +121,12 @@ def search(
 
 
 def _warn(line: str) -> None:
-    import warnings
-
     warnings.warn(line, stacklevel=3)
 
 
 def _dataset(data, target: str | None, encoding: str | None):
     import pandas as pd
 
-    from mlflow_agentic.data import Dataset
 
     if isinstance(data, Dataset):
         if target is not None and target != data.target:

@@ -8,17 +8,42 @@ stops early (no patience), so each spends the whole budget unless its proposer r
 
 from __future__ import annotations
 
+import shutil
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mlflow_agentic.compare.plots import plot_best_so_far, plot_cv_vs_holdout
+from mlflow_agentic.compare.report import (
+    PLOTS,
+    DatasetReport,
+    dataset_html,
+    dataset_markdown,
+    grid_html,
+    grid_markdown,
+    page,
+    ranking_grid,
+)
 from mlflow_agentic.compare.table import Arm, aggregate, arm_from_search, summarize
+from mlflow_agentic.engine.cv import FixedSplits, make_splits
 from mlflow_agentic.engine.settings import SearchSettings
 from mlflow_agentic.errors import UserInputError
+from mlflow_agentic.metrics import resolve_metric
 from mlflow_agentic.orchestrator import SealedTask, SplitOptions, seal, search_sealed
 from mlflow_agentic.proposers.factory import PROPOSERS, LLMOptions, build_proposer
+from mlflow_agentic.tracking import MlflowTracker
 from mlflow_agentic.tracking.comparison import TAG_ID as TAG
+from mlflow_agentic.tracking.comparison import (
+    TAG_SEED,
+    ComparisonTracker,
+    find_llm_recordings,
+    temporary_directory,
+    write_json,
+)
+from mlflow_agentic.tracking.models import load_llm_recording
+from mlflow_agentic.trainers import resolve_trainers
+from mlflow_agentic.verify import DeterministicVerifier
 
 DEFAULT_BUDGET = 30
 
@@ -46,7 +71,6 @@ class CompareOptions:
     llm: LLMOptions = field(default_factory=LLMOptions)
     llm_replay: str | None = None
     """A previous comparison id: the LLM arms replay its recorded answers, seed by seed."""
-
     def __post_init__(self) -> None:
         self.proposers = list(dict.fromkeys(self.proposers))
         unknown = [p for p in self.proposers if p not in PROPOSERS]
@@ -98,10 +122,6 @@ def compare(datasets: Sequence, options: CompareOptions, *, tracker=None,
             ) -> ComparisonResult:
     """Compare ``options.proposers`` on each dataset; log everything through ``tracker`` (a
     ``ComparisonTracker``). ``observers`` are added to every arm's search (progress)."""
-    from mlflow_agentic.metrics import resolve_metric
-    from mlflow_agentic.tracking.comparison import ComparisonTracker
-    from mlflow_agentic.trainers import resolve_trainers
-
     tracker = tracker or ComparisonTracker()
     say = progress or (lambda msg: None)
     names = [d.name for d in datasets]
@@ -154,11 +174,6 @@ def _shared_params(options: CompareOptions) -> dict:
 
 def _compare_one(dataset, trainers, options: CompareOptions, tracker, comparison_id: str,
                  recordings: dict[int, list[dict]], say, observers, output) -> object:
-    from mlflow_agentic.compare.report import DatasetReport
-    from mlflow_agentic.engine.cv import FixedSplits, make_splits
-    from mlflow_agentic.tracking.comparison import TAG_SEED
-    from mlflow_agentic.verify import DeterministicVerifier
-
     task: SealedTask = seal(dataset, split=options.split, cv=options.cv,
                             cv_scheme=options.cv_scheme, random_state=options.split_seed,
                             keep_flagged_columns=options.keep_flagged_columns)
@@ -229,10 +244,6 @@ def _settings(task: SealedTask, splits, trainers, options: CompareOptions) -> di
 
 def _write_report(report, tracker, output) -> None:
     """Plots, Markdown, HTML and JSON into a folder, logged on the comparison run."""
-    from mlflow_agentic.compare.plots import plot_best_so_far, plot_cv_vs_holdout
-    from mlflow_agentic.compare.report import PLOTS, dataset_html, dataset_markdown
-    from mlflow_agentic.tracking.comparison import temporary_directory, write_json
-
     arms = report.arms
     with temporary_directory() as tmp:
         directory = Path(tmp)
@@ -253,8 +264,6 @@ def _write_report(report, tracker, output) -> None:
 def _run_arm(task, name, seed, trainers, options, llm, splits, verifier, tags, observers
              ) -> Arm:
     """One proposer x seed: a search run on the shared task, folds, verifier and budget."""
-    from mlflow_agentic.tracking import MlflowTracker
-
     made: list = []
 
     def make():
@@ -274,15 +283,11 @@ def _keep(directory: Path, output, name: str) -> None:
     """Copy the report files to ``--output`` (``output/<name>/``) when asked."""
     if not output:
         return
-    import shutil
 
     shutil.copytree(directory, Path(output) / name, dirs_exist_ok=True)
 
 
 def _log_ranking(tracker, result: ComparisonResult, output) -> None:
-    from mlflow_agentic.compare.report import grid_html, grid_markdown, page, ranking_grid
-    from mlflow_agentic.tracking.comparison import temporary_directory, write_json
-
     grid = ranking_grid(result.ranking)
     lines = [f"## Proposers ranked across {len(result.reports)} datasets "
              f"({result.comparison_id})", "", grid_markdown(grid), ""]
@@ -302,8 +307,6 @@ def _llm_recordings(options: CompareOptions, names: Sequence[str]
     """Recordings of an earlier comparison's LLM arms, per dataset and seed, or a clear error."""
     if not options.llm_replay:
         return {}
-    from mlflow_agentic.tracking.comparison import find_llm_recordings
-    from mlflow_agentic.tracking.models import load_llm_recording
 
     out: dict[str, dict[int, list[dict]]] = {}
     for name in names:

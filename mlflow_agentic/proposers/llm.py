@@ -16,7 +16,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import ValidationError
+
 from mlflow_agentic.engine.types import AttemptRecord, SolutionCandidate, StopKind, StopReason
+from mlflow_agentic.llm.client import LLMClient, LLMConfig, LLMOutputError, LLMUnavailable
+from mlflow_agentic.llm.pricing import cost_usd, estimate_next_cost, price_table
+from mlflow_agentic.llm.prompt import build_messages
+from mlflow_agentic.llm.replay import ReplayClient
+from mlflow_agentic.llm.schema import Proposal, proposal_schema
+from mlflow_agentic.proposers.optuna import OptunaProposer
 from mlflow_agentic.trainers.registry import get_trainer
 
 
@@ -61,9 +69,6 @@ class LLMProposer:
                  backoff: float = 0.5, max_cost_usd: float | None = None,
                  prices: dict[str, tuple[float, float]] | None = None, client=None,
                  seed: int | None = None, max_reasks: int = 2) -> None:
-        from mlflow_agentic.llm.client import LLMClient, LLMConfig
-        from mlflow_agentic.llm.pricing import price_table
-
         self.llm = client or LLMClient(LLMConfig(model, base_url, api_key, timeout,
                                                  max_attempts, backoff, seed=seed))
         self.max_cost_usd = max_cost_usd
@@ -83,8 +88,6 @@ class LLMProposer:
     def replay(cls, exchanges: list[dict], seed: int | None = None) -> LLMProposer:
         """Re-run a search with recorded answers and no network (``--replay``); the same
         ``seed`` gives the same fallback suggestions."""
-        from mlflow_agentic.llm.replay import ReplayClient
-
         return cls(client=ReplayClient(exchanges), seed=seed)
 
     @property
@@ -102,8 +105,6 @@ class LLMProposer:
         """Ask the LLM; re-ask an unusable answer with what was wrong (``max_reasks`` times),
         then fall back to a deterministic suggestion. None only when the search must stop:
         the cost cap, or an endpoint that keeps failing (``stop_reason`` says which)."""
-        from mlflow_agentic.llm.prompt import build_messages
-
         messages = build_messages(self.context, history, trainers)
         problem = ""
         for _ in range(1 + self.max_reasks):
@@ -128,7 +129,6 @@ class LLMProposer:
     def _affordable(self, messages: list[dict]) -> bool:
         if self.max_cost_usd is None:
             return True
-        from mlflow_agentic.llm.pricing import estimate_next_cost
 
         model = self.llm.config.model or ""
         chars = sum(len(m["content"]) for m in messages)
@@ -145,12 +145,6 @@ class LLMProposer:
     def _call(self, messages: list[dict], trainers: Sequence[str]) -> Exchange | None:
         """One exchange, reported. Its ``candidate`` holds the proposal (trainer checked, params
         not yet), or ``error`` says why the answer cannot be used; None: the endpoint failed."""
-        from pydantic import ValidationError
-
-        from mlflow_agentic.llm.client import LLMOutputError, LLMUnavailable
-        from mlflow_agentic.llm.pricing import cost_usd
-        from mlflow_agentic.llm.schema import Proposal, proposal_schema
-
         model = self.llm.config.model or ""
         exchange = Exchange(messages, model=model, started_ns=time.time_ns())
         self.exchanges.append(exchange)
@@ -205,8 +199,6 @@ class LLMProposer:
     def _fallback(self, dataset, history: Sequence[AttemptRecord], trainers: Sequence[str],
                   problem: str) -> SolutionCandidate:
         """Optuna's next trial (seeded), told every attempt so far: the search goes on."""
-        from mlflow_agentic.proposers.optuna import OptunaProposer
-
         if self._fallback_proposer is None:
             self._fallback_proposer = OptunaProposer(seed=self.seed or 0, seed_defaults=False)
         optuna = self._fallback_proposer
