@@ -192,6 +192,6 @@ class RetryingClient:
             return attr
 
         def call(*args, **kwargs):
-            return self._retrying.call(name.replace("_", " "), attr, *args, **kwargs)
+            return self._retrying.call(f"calling {name}", attr, *args, **kwargs)
 
         return call
