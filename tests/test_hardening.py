@@ -155,6 +155,15 @@ def test_a_latin1_file_and_a_semicolon_file_are_read_with_a_note(tmp_path, frame
     assert forced.notes == [] and forced.frame.equals(latin.frame)
 
 
+def test_a_numeric_target_with_blank_cells_is_a_regression_not_text(frame):
+    """Telco's TotalCharges has blanks: missing targets (dropped), not text to refuse."""
+    df = frame.copy()
+    df.loc[:4, "TotalCharges"] = " "
+    dataset = Dataset.from_frame(df, "TotalCharges")
+    assert dataset.task == "regression" and dataset.n_rows == len(df) - 5
+    assert dataset.notes == ["dropped 5 rows whose target 'TotalCharges' is missing"]
+
+
 def test_infinite_values_are_read_as_missing_with_a_finding(frame):
     from mlflow_agentic.briefing import build_briefing
 

@@ -90,7 +90,7 @@ class Dataset:
         missing = _missing_mask(y_raw)
         if missing.all():
             raise UserInputError(f"target {target!r} is missing in all {len(df)} rows{where}")
-        if _is_text(y_raw) and _numeric_share(y_raw) != 1.0 and y_raw.nunique() > 2:
+        if _is_text(y_raw) and y_raw.nunique() > 2:
             _refuse_numbers_with_text(y_raw, target, where)
         notes = []
         if missing.any():
@@ -272,36 +272,37 @@ def read_table(path: Path, encoding: str | None = None) -> pd.DataFrame:
 
 
 def _read_csv(path: Path, sep: str, encoding: str | None, notes: list[str]) -> pd.DataFrame:
-    if encoding is None:
-        try:
-            header = _header(path, sep, "utf-8")
-            encoding = "utf-8"
-        except UnicodeDecodeError:
-            encoding = _detect_encoding(path)
-            notes.append(f"{path.name} is not UTF-8: read as {encoding}")
+    """UTF-8 (or ``encoding``); a file that does not decode as UTF-8 is read again with the
+    detected encoding. Parsing the file is what checks its encoding."""
+    try:
+        return _parse_csv(path, sep, encoding or "utf-8", notes)
+    except UnicodeDecodeError:
+        if encoding is not None:
+            raise
+    detected = _detect_encoding(path)
+    notes.append(f"{path.name} is not UTF-8: read as {detected}")
+    return _parse_csv(path, sep, detected, notes)
+
+
+def _parse_csv(path: Path, sep: str, encoding: str, notes: list[str]) -> pd.DataFrame:
     header = _header(path, sep, encoding)
+    found = sep
     if len(header) == 1:  # one column: maybe another delimiter
         found = max(DELIMITERS, key=lambda d: header[0].count(d))
         if found != sep and header[0].count(found) > 0:
-            notes.append(f"{path.name}: columns separated by {found!r}")
-            sep = found
-            header = _header(path, sep, encoding)
+            header = _header(path, found, encoding)
+        else:
+            found = sep
     _refuse_duplicate_columns([str(c) for c in header], f" in {path}")
-    return pd.read_csv(path, sep=sep, encoding=encoding)
+    frame = pd.read_csv(path, sep=found, encoding=encoding)
+    if found != sep:  # noted once the whole file has been read with it
+        notes.append(f"{path.name}: columns separated by {found!r}")
+    return frame
 
 
 def _header(path: Path, sep: str, encoding: str) -> list:
-    """The first row as written (pandas renames duplicate names; this does not). Decoding the
-    whole file checks the encoding before anything is parsed."""
+    """The first row as written (pandas renames duplicate names; this does not)."""
     frame = pd.read_csv(path, sep=sep, encoding=encoding, header=None, nrows=1, dtype=str)
-    if encoding.lower().replace("_", "-") in ("utf-8", "utf8"):
-        import codecs
-
-        decoder = codecs.getincrementaldecoder("utf-8")()
-        with _open_maybe_compressed(path) as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                decoder.decode(block)
-            decoder.decode(b"", final=True)
     return [("" if pd.isna(v) else str(v)) for v in frame.iloc[0].tolist()]
 
 
@@ -346,13 +347,13 @@ def _refuse_duplicate_columns(names: list[str], where: str) -> None:
 
 
 def _refuse_numbers_with_text(target: pd.Series, name: str, where: str) -> None:
-    """A target that is a number in most rows and text in a few: a corrupted numeric target."""
+    """A target that is a number in most rows and text in a few: a corrupted numeric target.
+    Blanks are missing targets (their rows are dropped), not text."""
     values = blank_to_nan(target).dropna()
     parsed = pd.to_numeric(values, errors="coerce")
-    share = float(parsed.notna().mean()) if len(values) else 0.0
-    if share < NUMERIC_TARGET_MIN_SHARE:
-        return
     bad = values[parsed.isna()]
+    if bad.empty or parsed.notna().mean() < NUMERIC_TARGET_MIN_SHARE:
+        return
     shown = ", ".join(f"{v!r} ({_row(i, where)})" for i, v in bad.head(3).items())
     raise UserInputError(
         f"target {name!r} is a number in {int(parsed.notna().sum())} of {len(values)} rows"
