@@ -257,3 +257,16 @@ def test_cost_budget_stops_before_the_call_that_would_exceed_it(churn_small, ser
     assert "cost cap" in run.stop_reason
     assert len(capped.exchanges) == len(server.requests)  # the refused call was never sent
     assert 1.0 < capped.spent_usd <= 2.5
+
+
+def test_the_fallback_study_learns_every_attempt_once(churn_small, server):
+    """Seeds, an LLM proposal between two fallbacks: each reaches the fallback study once."""
+    prose = BAD_ANSWERS["prose"]
+    run, proposer = search(churn_small, server, [prose] * 3 + [good()] + [prose] * 3,
+                           max_iterations=3)
+    assert [a.candidate.source for a in run.attempts[2:]] == ["fallback", "llm", "fallback"]
+    trials = proposer._fallback_proposer.study.trials
+    assert len(trials) == 5  # 2 seeds + the LLM's attempt, learned; 2 asked by the fallback
+    llm = run.attempts[3]
+    assert any(t.params.get("xgboost.max_depth") == llm.params["max_depth"]
+               and t.value == pytest.approx(llm.utility) for t in trials)

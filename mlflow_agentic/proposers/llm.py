@@ -121,7 +121,9 @@ class LLMProposer:
         return self._fallback(dataset, history, trainers, problem)
 
     def observe(self, record: AttemptRecord) -> None:
-        if self._fallback_proposer is not None:
+        """The fallback study hears its own trials' results here; every other attempt is
+        told to it (``learn``) before its next suggestion."""
+        if self._fallback_proposer is not None and record.candidate.source == "fallback":
             self._fallback_proposer.observe(record)
             self._told.add(record.index)
 

@@ -20,6 +20,12 @@ def _param_name(trainer: str, param: str) -> str:
     return f"{trainer}.{param}"
 
 
+def _scored(record: AttemptRecord) -> bool:
+    """A score the sampler may learn from: finite (not failed or pruned), not quarantined (a
+    leaky region must not attract the sampler)."""
+    return not record.verdict.quarantined and math.isfinite(record.utility)
+
+
 class OptunaProposer:
     """TPE sampler (seeded); each proposal is an asked trial, each result is told back."""
 
@@ -79,7 +85,7 @@ class OptunaProposer:
         _, trial = entry
         if record.pruned is not None:
             self.study.tell(trial, state=TrialState.PRUNED)
-        elif record.failed or record.verdict.quarantined or not math.isfinite(record.utility):
+        elif not _scored(record):
             self.study.tell(trial, state=TrialState.FAIL)
         else:
             self.study.tell(trial, record.utility)
@@ -103,8 +109,7 @@ class OptunaProposer:
             if spec.contains(value):
                 params[_param_name(name, key)] = value
                 dists[_param_name(name, key)] = spec.distribution()
-        ok = not (record.failed or record.pruned is not None or record.verdict.quarantined
-                  or not math.isfinite(record.utility))
+        ok = _scored(record)
         self.study.add_trial(optuna.trial.create_trial(
             params=params, distributions=dists, value=record.utility if ok else None,
             state=TrialState.COMPLETE if ok else TrialState.FAIL))
