@@ -95,15 +95,15 @@ def search(
             check_llm_endpoint(llm, "Start the server (or pass --llm-base-url), use another "
                                "--proposer, or replay an earlier search with --replay RUN_ID")
 
-        def make():  # built only after the holdout is sealed
+        # a candidates file is read (and checked) now, so a bad one fails before sealing; a
+        # fixed list knows nothing of the rows. Every other proposer is built after sealing.
+        listed = load_candidates(candidates, allowed, dataset) if candidates else None
+
+        def make():
+            if listed is not None:
+                return listed
             return build_proposer(proposer, seed=seed, trainers=allowed, dataset=dataset,
-                                  candidates=candidates, optuna_storage=optuna_storage,
-                                  llm=llm)
-
-        if candidates:
-
-            load_candidates(candidates, allowed, dataset)  # a bad file fails before logging
-
+                                  optuna_storage=optuna_storage, llm=llm)
 
     check_store(tracking_uri)  # a store we cannot use is the user's to fix: before sealing
     if tracker is None:

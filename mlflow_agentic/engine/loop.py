@@ -90,7 +90,7 @@ class AgenticAutoML:
         scheme, why = (resolve_scheme(dataset, s.cv_scheme) if isinstance(s.cv, int)
                        else (getattr(s.cv, "scheme", type(s.cv).__name__),
                              getattr(s.cv, "reason", "splitter given")))
-        splits = make_splits(dataset, self.settings.cv, self.settings.random_state, scheme)
+        splits = make_splits(dataset, s.cv, s.random_state, scheme)
         baseline = cross_validate(lambda: baseline_model(dataset.task), dataset, splits, metric)
         context = SearchContext(
             dataset=dataset, metric=metric, trainers=tuple(trainers),
@@ -99,7 +99,7 @@ class AgenticAutoML:
             random_state=s.random_state, proposer_name=proposer_name(self.proposer),
             settings={"cv_scheme_reason": why, "verifier_margin": self.verifier.margin,
                       "n_jobs": self.n_jobs, "pruning": self._pruner_label(),
-                      "ensemble": self.settings.ensemble, "batch_size": self._batch_size(),
+                      "ensemble": s.ensemble, "batch_size": self._batch_size(),
                       **s.budget_params()},
             cv_scheme=scheme, briefing=self.briefing, emit=self._emit,
             deadline=None if s.time_budget is None else started + s.time_budget,
@@ -107,7 +107,7 @@ class AgenticAutoML:
         pool = WorkerPool(self.n_jobs)
         pool.warm_up()  # workers import the scientific stack while the baseline and tracking run
         self._runner = BatchRunner(FoldData(dataset, splits, self.extra_X), pool, metric,
-                                   self._make_pruner(), self.settings.random_state)
+                                   self._make_pruner(), s.random_state)
         try:  # a failure from here on ends the observers' records too (FAILED, with why)
             self._notify("on_search_start", context)
             run = self._search(context, pool)
@@ -122,6 +122,7 @@ class AgenticAutoML:
     # ---- the loop ---------------------------------------------------------------------------
     def _search(self, ctx: SearchContext, pool: WorkerPool) -> EngineeringRun:
         dataset, metric, trainers = ctx.dataset, ctx.metric, list(ctx.trainers)
+        s = self.settings
         history: list[AttemptRecord] = []
         if hasattr(self.proposer, "start"):
             self.proposer.start(ctx)
@@ -129,14 +130,13 @@ class AgenticAutoML:
         seeds = self.proposer.propose_initial(dataset, trainers)
         if isinstance(seeds, SolutionCandidate) or seeds is None:
             seeds = [seeds] if seeds is not None else []
-        if self.settings.max_attempts is not None:
-            seeds = list(seeds)[: self.settings.max_attempts]
+        if s.max_attempts is not None:
+            seeds = list(seeds)[: s.max_attempts]
         stop_reason = self._budget_spent(len(history))
         if not stop_reason:
             self._run_batch(ctx, history, list(seeds), "seed")
         best = self._best(history)
 
-        s = self.settings
         iterations, patience_left = 0, s.patience
         while not stop_reason:
             if s.max_iterations is not None and iterations >= s.max_iterations:
@@ -145,7 +145,7 @@ class AgenticAutoML:
                 break
             if patience_left is not None and patience_left <= 0:
                 stop_reason = StopReason(StopKind.PATIENCE, f"patience exhausted: "
-                                         f"{self.settings.patience} attempts without a verified "
+                                         f"{s.patience} attempts without a verified "
                                          "improvement")
                 break
             stop_reason = self._budget_spent(len(history))
@@ -158,11 +158,11 @@ class AgenticAutoML:
                 iterations += 1
                 if record.verdict.valid and (best is None or
                                              metric.better(record.score, best.score)):
-                    best, patience_left = record, self.settings.patience
+                    best, patience_left = record, s.patience
                 elif patience_left is not None:
                     patience_left -= 1
 
-        if self.settings.ensemble:
+        if s.ensemble:
             best = self._try_ensemble(ctx, history, best)
         model, refit_seconds, best = refit(history, best, ctx.dataset, pool, s.random_state)
         return EngineeringRun(
@@ -177,11 +177,12 @@ class AgenticAutoML:
     def _propose(self, ctx, history, iterations: int, patience_left: int | None
                  ) -> tuple[list, StopReason | None]:
         """Up to one batch of candidates, within the iteration and attempt budgets."""
+        s = self.settings
         n = self._batch_size()
-        if self.settings.max_iterations is not None:
-            n = min(n, self.settings.max_iterations - iterations)
-        if self.settings.max_attempts is not None:
-            n = min(n, self.settings.max_attempts - len(history))
+        if s.max_iterations is not None:
+            n = min(n, s.max_iterations - iterations)
+        if s.max_attempts is not None:
+            n = min(n, s.max_attempts - len(history))
         if patience_left is not None:  # a batch never runs past the patience
             n = min(n, patience_left)
         candidates: list = []
@@ -329,14 +330,15 @@ class AgenticAutoML:
 
     def _budget_spent(self, n_attempts: int) -> StopReason | None:
         """Why the shared budget stops the search now, or None while some is left."""
-        if self.settings.max_attempts is not None and n_attempts >= self.settings.max_attempts:
+        s = self.settings
+        if s.max_attempts is not None and n_attempts >= s.max_attempts:
             return StopReason(StopKind.ATTEMPTS, f"attempt budget spent: {n_attempts} of "
-                              f"{self.settings.max_attempts} attempts")
+                              f"{s.max_attempts} attempts")
         deadline = self._deadline()
         if deadline is not None and time.perf_counter() >= deadline:
             elapsed = time.perf_counter() - self._started
             return StopReason(StopKind.TIME, f"time budget spent: {elapsed:.1f}s of "
-                              f"{self.settings.time_budget:g}s (time for the refit kept back)")
+                              f"{s.time_budget:g}s (time for the refit kept back)")
         return None
 
     def _batch_size(self) -> int:
