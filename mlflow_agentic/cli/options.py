@@ -58,13 +58,19 @@ def optional_float(ctx, param, value):
         raise click.BadParameter(f"{value!r} is not a number") from exc
 
 
-def threshold(ctx, param, value):
-    """A finite number >= 0 (a NaN or a negative threshold would disable a gate)."""
-    import math
+def gap_threshold(ctx, param, value):
+    """The promotion gate's threshold, checked by the gate's own rule (a NaN or a negative
+    threshold would disable it), reported as a bad option value."""
+    from mlflow_agentic.errors import UserInputError
+    from mlflow_agentic.scoring.promotion import check_max_gap
 
     value = optional_float(ctx, param, value)
-    if value is not None and not (math.isfinite(value) and value >= 0):
-        raise click.BadParameter(f"{value!r}: expected a finite number >= 0, e.g. 0.05")
+    if value is None:
+        return None
+    try:
+        check_max_gap(value)
+    except UserInputError as exc:
+        raise click.BadParameter(str(exc)) from None
     return value
 
 

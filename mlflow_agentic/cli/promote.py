@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from mlflow_agentic.cli.options import blank_to_none, exit_on_user_error, threshold
+from mlflow_agentic.cli.options import blank_to_none, exit_on_user_error, gap_threshold
 
 EXIT_REFUSED = 1
 
@@ -20,7 +20,7 @@ EXIT_REFUSED = 1
 @click.option("--data", callback=blank_to_none, type=click.Path(),
               help="Evaluation data for both models (default: the holdout recorded with the "
                    "challenger's search).")
-@click.option("--max-gap", default="0.05", callback=threshold, show_default=True,
+@click.option("--max-gap", default="0.05", callback=gap_threshold, show_default=True,
               help="Largest CV-minus-holdout gap accepted (absolute for AUC/accuracy/F1/R2, "
                    "relative for RMSE/MAE/log loss).")
 @click.option("--tracking-uri", callback=blank_to_none,

@@ -62,7 +62,7 @@ def evidence_problems(tags: Mapping[str, str], max_gap: float = DEFAULT_MAX_GAP)
 def check_max_gap(max_gap: float) -> None:
     """A NaN or negative threshold would make every comparison false: refuse it."""
     if not (isinstance(max_gap, (int, float)) and math.isfinite(max_gap) and max_gap >= 0):
-        raise UserInputError(f"max_gap must be a finite number >= 0, got {max_gap!r}")
+        raise UserInputError(f"{max_gap!r}: expected a finite number >= 0, e.g. 0.05")
 
 
 def decide(tags: Mapping[str, str], *, metric: str, challenger_score: float,
