@@ -48,6 +48,7 @@ def search(
     ensemble: bool = True,
     prune: bool = True,
     margin: float = 0.01,
+    selection: str = "best",
     split=None,
     keep_flagged_columns: bool = False,
     experiment: str | None = None,
@@ -69,7 +70,9 @@ def search(
     ``random``, ``sequence``, ``llm`` (``llm=LLMOptions(...)``), or a zero-argument callable
     returning a proposer (called only after the holdout is sealed). Budgets: ``max_iterations``
     and ``patience`` (default 8 and 3, off with a ``time_budget`` in seconds for the whole call).
-    ``split``: a ``SplitOptions`` (time/group column, holdout fraction, post-outcome columns).
+    ``selection``: ``best`` (top CV score) or ``one-se`` (the cheapest trainer within one
+    standard error of it). ``split``: a ``SplitOptions`` (time/group column, holdout fraction,
+    post-outcome columns).
     The result carries the run, the briefing, the holdout report, and where MLflow has it
     (``run_id``, ``model_uri``, ``model_version``). ``say`` gets notes (how the file was read,
     tracking retries, stale runs); default: warnings.
@@ -78,7 +81,7 @@ def search(
     settings = SearchSettings.budgeted(  # every setting, validated here once
         max_iterations=max_iterations, patience=patience, time_budget=time_budget, cv=cv,
         cv_scheme=cv_scheme, metric=metric, trainers=trainers, random_state=seed,
-        n_jobs=n_jobs, prune=prune, ensemble=ensemble, margin=margin)
+        n_jobs=n_jobs, prune=prune, ensemble=ensemble, margin=margin, selection=selection)
     say = say or _warn
     dataset = _dataset(data, target, encoding)
     for note in dataset.notes:

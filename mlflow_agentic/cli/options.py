@@ -15,9 +15,18 @@ EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
 
 
+UNSET = ("", "auto", "none")
+"""What an MLproject parameter says for "not given" (its defaults are ``auto`` or ``none``, so
+the project run's parameters read as words, never as empty strings)."""
+
+
+def unset(value) -> bool:
+    return value is None or str(value).strip().lower() in UNSET
+
+
 def blank_to_none(ctx, param, value):
-    """MLproject passes unset optional parameters as empty strings."""
-    return None if value is None or str(value).strip() == "" else value
+    """An unset optional parameter: empty, ``auto`` or ``none`` (MLproject defaults)."""
+    return None if unset(value) else value
 
 
 class WholeNumber(click.ParamType):
@@ -30,7 +39,7 @@ class WholeNumber(click.ParamType):
         self.allow_blank = allow_blank
 
     def convert(self, value, param, ctx):
-        if self.allow_blank and str(value).strip() == "":
+        if self.allow_blank and unset(value):
             return None
         if isinstance(value, int):
             number = value

@@ -17,6 +17,7 @@ from mlflow_agentic.cli.options import (
     split_list,
     split_options,
 )
+from mlflow_agentic.engine.settings import SELECTION_RULES
 from mlflow_agentic.errors import UserInputError
 from mlflow_agentic.proposers.factory import PROPOSERS, LLMOptions
 
@@ -45,6 +46,11 @@ from mlflow_agentic.proposers.factory import PROPOSERS, LLMOptions
               help="Do not try a greedy ensemble of the verified attempts at the end.")
 @click.option("--no-prune", is_flag=True,
               help="Run every fold of every candidate (no fold-by-fold pruning).")
+@click.option("--selection", type=click.Choice(SELECTION_RULES), default="best",
+              show_default=True,
+              help="Which verified attempt is registered: the top CV score (best), or the "
+                   "cheapest trainer within one standard error of it (one-se). Ties within one "
+                   "standard error are reported either way.")
 @click.option("--cv", type=WholeNumber(min=2), default=5, show_default=True,
               help="Cross-validation folds.")
 @click.option("--metric", callback=blank_to_none,
@@ -79,10 +85,11 @@ from mlflow_agentic.proposers.factory import PROPOSERS, LLMOptions
 @encoding_option
 @click.option("--quiet", is_flag=True, help="No progress display; print the summary only.")
 def run_command(data, target, proposer, trainers, max_iterations, patience, time_budget, n_jobs,
-                no_ensemble, no_prune, cv, metric, register_name, no_register, experiment, seed,
-                candidates, optuna_storage, margin, tracking_uri, time_column, group_column,
-                holdout_fraction, post_outcome_columns, cv_scheme, keep_flagged_columns,
-                llm_model, llm_base_url, max_cost_usd, replay, encoding, quiet) -> None:
+                no_ensemble, no_prune, selection, cv, metric, register_name, no_register,
+                experiment, seed, candidates, optuna_storage, margin, tracking_uri, time_column,
+                group_column, holdout_fraction, post_outcome_columns, cv_scheme,
+                keep_flagged_columns, llm_model, llm_base_url, max_cost_usd, replay, encoding,
+                quiet) -> None:
     """Search for a verified model on DATA and register the best in MLflow.
 
     The holdout is sealed first; the search sees only the training rows; every attempt is scored
@@ -95,8 +102,8 @@ def run_command(data, target, proposer, trainers, max_iterations, patience, time
         data=data, target=target, trainers=split_list(trainers), metric=metric, cv=cv,
         cv_scheme=cv_scheme, seed=seed, max_iterations=max_iterations, patience=patience,
         time_budget=time_budget, n_jobs=n_jobs, ensemble=not no_ensemble, prune=not no_prune,
-        margin=margin, split=split_from(time_column, group_column, holdout_fraction,
-                                        post_outcome_columns),
+        margin=margin, selection=selection,
+        split=split_from(time_column, group_column, holdout_fraction, post_outcome_columns),
         keep_flagged_columns=keep_flagged_columns, experiment=experiment,
         register_name=register_name, register=not no_register, tracking_uri=tracking_uri,
         llm=llm, candidates=candidates, optuna_storage=optuna_storage, encoding=encoding,

@@ -26,6 +26,7 @@ from mlflow_agentic.engine.observer import SearchContext, SearchObserver
 from mlflow_agentic.engine.parallel import WorkerPool, resolve_n_jobs
 from mlflow_agentic.engine.protocol import CandidateProposer, proposer_name
 from mlflow_agentic.engine.refit import ENSEMBLE, refit
+from mlflow_agentic.engine.selection import select, standard_error, ties
 from mlflow_agentic.engine.settings import SearchSettings
 from mlflow_agentic.engine.types import (
     AttemptRecord,
@@ -90,6 +91,8 @@ class AgenticAutoML:
         scheme, why = (resolve_scheme(dataset, s.cv_scheme) if isinstance(s.cv, int)
                        else (getattr(s.cv, "scheme", type(s.cv).__name__),
                              getattr(s.cv, "reason", "splitter given")))
+        if self.briefing is not None and scheme == self.briefing.cv_scheme:
+            why = self.briefing.cv_reason  # the briefing resolved it: its reason, not "user"
         splits = make_splits(dataset, s.cv, s.random_state, scheme)
         baseline = cross_validate(lambda: baseline_model(dataset.task), dataset, splits, metric)
         context = SearchContext(
@@ -97,7 +100,8 @@ class AgenticAutoML:
             baseline_score=baseline.mean, baseline_fold_scores=baseline.fold_scores,
             n_splits=len(splits), max_iterations=s.max_iterations, patience=s.patience,
             random_state=s.random_state, proposer_name=proposer_name(self.proposer),
-            settings={"cv_scheme_reason": why, "verifier_margin": self.verifier.margin,
+            cv_reason=why,
+            settings={"verifier_margin": self.verifier.margin, "selection": s.selection,
                       "n_jobs": self.n_jobs, "pruning": self._pruner_label(),
                       "ensemble": s.ensemble, "batch_size": self._batch_size(),
                       **s.budget_params()},
@@ -164,6 +168,8 @@ class AgenticAutoML:
 
         if s.ensemble:
             best = self._try_ensemble(ctx, history, best)
+        top = best
+        best = select(history, top, s.selection)
         model, refit_seconds, best = refit(history, best, ctx.dataset, pool, s.random_state)
         return EngineeringRun(
             attempts=history, best_candidate=best.candidate if best else None,
@@ -171,7 +177,8 @@ class AgenticAutoML:
             baseline_score=ctx.baseline_score, n_iterations=iterations,
             greater_is_better=metric.greater_is_better, best_attempt=best,
             stop=stop_reason, dataset_name=dataset.name, task=dataset.task,
-            refit_seconds=refit_seconds,
+            refit_seconds=refit_seconds, selection=s.selection, top_attempt=top,
+            ties=tuple(ties(history, top)), tie_window=standard_error(top) if top else math.nan,
         )
 
     def _propose(self, ctx, history, iterations: int, patience_left: int | None

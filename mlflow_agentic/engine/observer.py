@@ -26,6 +26,8 @@ class SearchContext:
     proposer_name: str
     settings: dict[str, Any] = field(default_factory=dict)
     cv_scheme: str = ""
+    cv_reason: str = ""
+    """Why that scheme: the briefing's advice, or the user's choice."""
     briefing: Any = None
     """The pre-loop briefing (profile, findings, CV advice), when the search has one."""
     deadline: float | None = None

@@ -14,6 +14,8 @@ from typing import Any
 
 from mlflow_agentic.errors import UserInputError, did_you_mean
 
+SELECTION_RULES = ("best", "one-se")
+"""How the selected attempt is chosen (``engine.selection``)."""
 DEFAULT_MAX_ITERATIONS = 8
 DEFAULT_PATIENCE = 3
 
@@ -43,6 +45,8 @@ class SearchSettings:
     prune: bool = True
     ensemble: bool = True
     margin: float = 0.01
+    selection: str = "best"
+    """``best`` (top CV score) or ``one-se`` (cheapest within one standard error of it)."""
 
     def __post_init__(self) -> None:
         if self.trainers is not None and not isinstance(self.trainers, tuple):
@@ -63,6 +67,9 @@ class SearchSettings:
             raise UserInputError(f"cv must be at least 2 folds, got {self.cv}")
         if self.n_jobs == 0:
             raise UserInputError("n_jobs 0: use 1 or more workers, or -1 for all cores")
+        if self.selection not in SELECTION_RULES:
+            raise UserInputError(f"selection {self.selection!r}: expected one of "
+                                 f"{', '.join(SELECTION_RULES)}")
         if not (isinstance(self.margin, (int, float)) and 0 <= self.margin < 1):
             raise UserInputError(f"margin must be in [0, 1), got {self.margin!r}")
 

@@ -127,6 +127,14 @@ class EngineeringRun:
     wall_seconds: float = 0.0
     preprocess_seconds: float = 0.0
     """Fitting each fold's preprocessing, once per style (shared by all candidates)."""
+    selection: str = "best"
+    """The rule that chose ``best_attempt`` (``engine.selection``)."""
+    top_attempt: AttemptRecord | None = None
+    """The verified attempt with the top CV score (``best_attempt`` under ``best``)."""
+    ties: tuple[AttemptRecord, ...] = ()
+    """Other verified attempts within one standard error of the top CV score."""
+    tie_window: float = float("nan")
+    """That standard error."""
 
     @property
     def stop_reason(self) -> str:
@@ -167,5 +175,21 @@ class EngineeringRun:
                 f"({len(self.valid_attempts)} verified)")
         if self.best_candidate is None:
             return f"{head}; nothing verified: {self.why_nothing_verified()}; nothing registered"
-        return (f"{head}; best={self.best_candidate.trainer} {self.metric}={self.best_score:.4f} "
+        line = (f"{head}; best={self.best_candidate.trainer} {self.metric}={self.best_score:.4f} "
                 f"(baseline {self.baseline_score:.4f})")
+        return line + self.tie_note()
+
+    def tie_note(self) -> str:
+        """How the selected attempt stands against its ties ('' when none)."""
+        top, chosen = self.top_attempt, self.best_attempt
+        if top is None or chosen is None:
+            return ""
+        others = [a for a in (top, *self.ties) if a is not chosen]
+        if not others:
+            return ""
+        names = ", ".join(f"{a.index:02d}-{a.candidate.trainer} {a.score:.4f}" for a in others)
+        window = f"one standard error ({self.tie_window:.4f})"
+        if chosen is top:
+            return f"; tied within {window} with {names}"
+        return (f"; chosen by the one-standard-error rule: the cheapest within {window} of "
+                f"the top CV score, over {names}")

@@ -6,27 +6,40 @@ from pathlib import Path
 
 
 def plot_cv_vs_holdout(report, run, path: Path) -> Path:
+    """One point per attempt, coloured by trainer, shaped by verdict, with its CV fold standard
+    deviation as a horizontal error bar; the selected attempt ringed."""
+    from matplotlib import colormaps
     from matplotlib.figure import Figure  # no pyplot: no global state, faster import
 
-    status = {a.index: a.status for a in run.attempts}
-    colours = {"verified": "tab:green", "rejected": "tab:orange", "quarantined": "tab:purple",
-               "failed": "tab:red"}
-    fig = Figure(figsize=(6, 5), dpi=110)
+    attempts = {a.index: a for a in run.attempts}
+    markers = {"verified": "o", "rejected": "X", "quarantined": "s"}
+    fig = Figure(figsize=(7, 5.5), dpi=110)
     ax = fig.add_subplot()
     points = [s for s in report.scores.values() if s.error is None]
-    for kind, colour in colours.items():
-        xs = [s.cv for s in points if status[s.index] == kind]
-        ys = [s.holdout for s in points if status[s.index] == kind]
-        if xs:
-            ax.scatter(xs, ys, c=colour, label=kind, s=36, alpha=0.85, edgecolors="black",
-                       linewidths=0.4)
+    trainers = sorted({s.trainer for s in points})
+    palette = colormaps["tab10"]
+    for k, trainer in enumerate(trainers):
+        colour = palette(k % 10)
+        mine = [s for s in points if s.trainer == trainer]
+        ax.errorbar([s.cv for s in mine], [s.holdout for s in mine],
+                    xerr=[attempts[s.index].score_std for s in mine], fmt="none",
+                    ecolor=colour, alpha=0.5, lw=1, capsize=2)
+        for status, marker in markers.items():
+            shown = [s for s in mine if attempts[s.index].status == status]
+            if shown:
+                ax.scatter([s.cv for s in shown], [s.holdout for s in shown], color=colour,
+                           marker=marker, s=40, edgecolors="black", linewidths=0.4,
+                           label=trainer if status == "verified" or not any(
+                               attempts[s.index].status == "verified" for s in mine) else None)
     if report.selected is not None and report.selected.error is None:
-        ax.scatter([report.selected.cv], [report.selected.holdout], s=180, facecolors="none",
+        ax.scatter([report.selected.cv], [report.selected.holdout], s=220, facecolors="none",
                    edgecolors="black", linewidths=1.5, label="selected")
     draw_diagonal(ax, [v for s in points for v in (s.cv, s.holdout)], pad_share=0.1)
-    ax.set_xlabel(f"cross-validated {report.metric} (training rows)")
+    ax.set_xlabel(f"cross-validated {report.metric} (training rows; bar: fold std)")
     ax.set_ylabel(f"holdout {report.metric} (sealed rows)")
-    ax.set_title(f"{run.dataset_name}: CV vs holdout, {len(points)} attempts")
+    ax.set_title(f"{run.dataset_name}: CV vs holdout, {len(points)} attempts\n"
+                 "below the line: CV flattered the attempt; o verified, X rejected, "
+                 "square quarantined", fontsize=9)
     if ax.get_legend_handles_labels()[0]:  # nothing to label when every attempt failed
         ax.legend(loc="best", fontsize=8)
     ax.grid(alpha=0.3)

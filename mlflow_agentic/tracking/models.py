@@ -14,6 +14,7 @@ import pandas as pd
 from mlflow.models import infer_signature
 
 from mlflow_agentic import evidence as ev
+from mlflow_agentic.tracking import serving
 from mlflow_agentic.trainers import transforms
 
 BASE_REQUIREMENTS = ("mlflow", "scikit-learn", "cloudpickle", "pandas", "numpy", "scipy")
@@ -32,25 +33,32 @@ def pinned_requirements(extra: tuple[str, ...] = ()) -> list[str]:
 
 
 @contextlib.contextmanager
-def _pickle_transforms_by_value():
-    """Embed our small transformer module in the pickle: the model loads without our package."""
-    cloudpickle.register_pickle_by_value(transforms)
+def _pickle_by_value():
+    """Embed our two small modules (transformers, the served wrapper) in the pickle: the
+    model loads and serves without our package."""
+    for module in (transforms, serving):
+        cloudpickle.register_pickle_by_value(module)
     try:
         yield
     finally:
-        cloudpickle.unregister_pickle_by_value(transforms)
+        for module in (transforms, serving):
+            cloudpickle.unregister_pickle_by_value(module)
 
 
 @contextlib.contextmanager
 def _quiet_cloudpickle_warning():
-    """cloudpickle is chosen on purpose (skops refuses tree models); don't warn about it."""
-    logger = logging.getLogger("mlflow.sklearn")
-    level = logger.level
-    logger.setLevel(logging.ERROR)
+    """cloudpickle is chosen on purpose (the pickle embeds our two small modules, so serving
+    needs no package of ours); don't warn about it, nor log the input-example check."""
+    loggers = [logging.getLogger(name) for name in ("mlflow.sklearn", "mlflow.pyfunc",
+                                                     "mlflow.models.model")]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.ERROR)
     try:
         yield
     finally:
-        logger.setLevel(level)
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.setLevel(level)
 
 
 SCHEMA_SAMPLE_ROWS = 200
@@ -69,14 +77,19 @@ def schema_sample(frame: pd.DataFrame, rows: int = SCHEMA_SAMPLE_ROWS) -> pd.Dat
 
 
 def log_model(model, dataset, requirements: tuple[str, ...] = (), name: str = "model"):
-    """Log ``model`` to the active run; returns MLflow's ``ModelInfo``."""
+    """Log ``model`` to the active run as a ``ServedModel`` pyfunc (labels, or with
+    ``params={"output": "probabilities"}`` the class probabilities too); returns MLflow's
+    ``ModelInfo``."""
     X = schema_sample(dataset.X)  # raw columns as in the file: the pipeline does the rest
-    with _pickle_transforms_by_value(), _quiet_cloudpickle_warning(), warnings.catch_warnings():
+    classes = list(dataset.classes) if dataset.task != "regression" else None
+    with _pickle_by_value(), _quiet_cloudpickle_warning(), warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Hint: Inferred schema contains integer")
-        signature = serving_signature(infer_signature(X, model.predict(X)), model, dataset)
-        return mlflow.sklearn.log_model(
-            model, name=name, signature=signature, input_example=X.head(5),
-            serialization_format="cloudpickle", pip_requirements=pinned_requirements(requirements),
+        warnings.filterwarnings("ignore", message=".*type hint.*")
+        signature = serving_signature(
+            infer_signature(X, model.predict(X), params={"output": "label"}), model, dataset)
+        return mlflow.pyfunc.log_model(
+            name=name, python_model=serving.ServedModel(model, classes), signature=signature,
+            input_example=X.head(5), pip_requirements=pinned_requirements(requirements),
         )
 
 
@@ -84,7 +97,8 @@ def serving_signature(signature, model, dataset=None):
     """What the served model accepts: the raw file columns; numeric columns (and any column not
     plain text) typed ``Any``, because the pipeline coerces them itself: int64, floats with
     missing values and numbers stored as text all pass, whether the caller is a REST request or
-    ``pyfunc.predict(pd.read_csv(...))``. Columns the model saw missing in training are optional
+    ``pyfunc.predict(pd.read_csv(...))``. Excluded columns (IDs, flagged: never read) and
+    columns the model saw missing in training are optional
     (the pipeline's ``inputs`` step adds them back as missing); the others are required."""
     from mlflow.models import ModelSignature
     from mlflow.types import ColSpec, DataType, Schema
@@ -92,6 +106,7 @@ def serving_signature(signature, model, dataset=None):
 
     inputs = getattr(model, "named_steps", {}).get("inputs")
     optional = set(getattr(inputs, "optional_", ()))
+    optional |= set(getattr(dataset, "excluded_columns", {}) or {})  # never read by the model
     columns = getattr(dataset, "columns", {}) or {}
 
     def loose(spec) -> bool:
@@ -105,7 +120,7 @@ def serving_signature(signature, model, dataset=None):
 
 
 def register(model_uri: str, name: str, tags: dict[str, Any], alias: str = DEFAULT_ALIAS,
-             description: str = ""):
+             description: str = "", model_description: str = ""):
     """Register ``model_uri`` under ``name`` with evidence tags, and point ``alias`` at it
     unless the version it points at now scores better on the same holdout (same digest and
     metric): two searches finishing in any order leave the alias on the better one. Returns
@@ -114,6 +129,8 @@ def register(model_uri: str, name: str, tags: dict[str, Any], alias: str = DEFAU
     mv = mlflow.register_model(model_uri, name, tags={k: str(v) for k, v in tags.items()})
     if description:
         client.update_model_version(name, mv.version, description=description)
+    if model_description:
+        client.update_registered_model(name, description=model_description)
     kept = _better_holder(client, name, alias, tags)
     if kept is not None:
         version, theirs, ours = kept

@@ -93,6 +93,7 @@ class AttemptRecorder(SearchObserver):
         self._context_token = None
         self._retrying: Retrying | None = None
         self._ended: list[int] = []
+        self.dataset_input = None
 
     # ---- search -----------------------------------------------------------------------------
     def on_search_start(self, context: SearchContext) -> None:
@@ -127,20 +128,23 @@ class AttemptRecorder(SearchObserver):
                   "direction": metric.direction, "trainers": ",".join(context.trainers),
                   "max_iterations": _or_off(context.max_iterations),
                   "patience": _or_off(context.patience),
-                  "cv_folds": context.n_splits, "seed": context.random_state,
+                  "cv_folds": context.n_splits, "cv_scheme": context.cv_scheme,
+                  "seed": context.random_state,
                   "task": ds.task, "target": ds.target, "n_rows": ds.n_rows,
                   "n_features": len(ds.feature_columns),
                   "excluded_columns": ",".join(ds.excluded_columns) or "none",
                   **{k: v for k, v in context.settings.items()}}
         metrics = {f"baseline_{metric.name}": context.baseline_score}
-        metrics.update({f"baseline_{metric.name}_fold{k + 1}": v
-                        for k, v in enumerate(context.baseline_fold_scores)})
+        tags.update({"cv_scheme": context.cv_scheme, "cv_scheme.reason": context.cv_reason,
+                     "excluded_columns": ",".join(ds.excluded_columns) or "none"})
+        tags.update({f"excluded.{c}": why for c, why in ds.excluded_columns.items()})
         # Under `mlflow run` the project's parameters are already logged (params are immutable):
         # a resolved value that differs from a given one goes under `resolved.<name>`.
         given = self.client.get_run(self.parent_run_id).data.params
         params = {(k if given.get(k, str(v)) == str(v) else f"resolved.{k}"): v
                   for k, v in params.items()}
-        self.log(self.parent_run_id, metrics, params, tags)
+        self.log(self.parent_run_id, metrics, params, tags,
+                 steps={f"baseline_{metric.name}_fold": context.baseline_fold_scores})
         with warnings.catch_warnings():  # source resolution and int-schema hints: noise here
             warnings.simplefilter("ignore", UserWarning)
             source = mlflow.data.from_pandas(ds.frame, source=ds.source or "in-memory",
@@ -148,6 +152,8 @@ class AttemptRecorder(SearchObserver):
             # `schema` is a cached property inferred from every value; settle it on a sample
             source.__dict__["schema"] = infer_signature(models.schema_sample(ds.frame)).inputs
             self.call("logging the dataset", mlflow.log_input, source, context="training")
+        self.dataset_input = source
+        """The training rows as an MLflow dataset (logged again on the selected attempt)."""
         self.call("logging columns.json", mlflow.log_dict,
                    {c: vars(i) for c, i in ds.columns.items()}, "columns.json")
         if context.briefing is not None:
@@ -156,9 +162,7 @@ class AttemptRecorder(SearchObserver):
     def _log_briefing(self, briefing) -> None:
         """Findings as tags (seen in the UI) and, with the profile and advice, as JSON."""
         tags = {"findings.critical": str(len(briefing.critical)),
-                "findings.total": str(len(briefing.findings)),
-                "cv_scheme": briefing.cv_scheme, "cv_scheme.reason": briefing.cv_reason,
-                "excluded_columns": ",".join(briefing.excluded) or "none"}
+                "findings.total": str(len(briefing.findings))}
         for k, f in enumerate(briefing.findings, start=1):
             key = f"finding.{f.check}" + (f".{f.column}" if f.column else "")
             tags[key if key not in tags else f"{key}.{k}"] = f"{f.severity}: {f.message}"
@@ -216,8 +220,8 @@ class AttemptRecorder(SearchObserver):
     def on_attempt_end(self, record: AttemptRecord) -> None:
         run_id = self.child_run_ids[record.index]
         m = record.metric
-        metrics = {"fit_seconds": record.fit_seconds, "attempt_seconds": record.seconds,
-                   "elapsed_seconds": record.elapsed}
+        metrics = {"fit_seconds": record.fit_seconds, "attempt_seconds": record.seconds}
+        steps: dict[str, tuple[float, ...]] = {}
         extra_tags = {}
         if self._llm_pending:
             metrics.update(self._llm_pending)
@@ -227,11 +231,11 @@ class AttemptRecorder(SearchObserver):
         if not record.failed and record.pruned is None:
             metrics[f"cv_{m}"] = record.score
             metrics[f"cv_{m}_std"] = record.score_std
-            metrics.update({f"cv_{m}_fold{k + 1}": v for k, v in enumerate(record.fold_scores)})
+            steps[f"cv_{m}_fold"] = record.fold_scores
         params = {"trainer": record.candidate.trainer, **record.params}
         status = record.status
         tags = {
-            "mlflow.runName": f"{record.index:02d}-{record.candidate.trainer} [{status}]",
+            "mlflow.runName": f"{record.index:02d}-{record.candidate.trainer}",
             "trainer": record.candidate.trainer, "verdict": status,
             "verdict.valid": str(record.verdict.valid).lower(),
             "verdict.reason": record.verdict.reason, "proposer": record.proposer,
@@ -247,9 +251,8 @@ class AttemptRecorder(SearchObserver):
                 self.client.log_text(run_id, record.traceback, "error.txt")
         if record.pruned is not None:  # partial folds: logged, never as the CV score
             tags["pruned"] = "true"
-            metrics.update({f"partial_{m}_fold{k + 1}": v
-                            for k, v in enumerate(record.fold_scores)})
-        self.log(run_id, metrics, params, tags)
+            steps[f"partial_{m}_fold"] = record.fold_scores
+        self.log(run_id, metrics, params, tags, steps=steps)
         self.client.set_terminated(run_id, "FAILED" if record.failed else "FINISHED")
         self._open_children.discard(record.index)
         self._ended.append(record.index)
@@ -260,16 +263,34 @@ class AttemptRecorder(SearchObserver):
                    "n_failed": sum(a.failed for a in run.attempts),
                    "n_quarantined": sum(a.verdict.quarantined for a in run.attempts),
                    "n_iterations": run.n_iterations, "search_seconds": run.wall_seconds,
-                   "fit_seconds": run.fit_seconds}
+                   "search_fit_seconds": run.fit_seconds}
         tags = {"stop_reason": run.stop_reason, "summary": run.summary(),
                 "stop_kind": run.stop.kind.value if run.stop else "none"}
         best = run.best_attempt
-        if best is not None:
-            metrics[f"best_cv_{m}"] = run.best_score
-            tags.update({"best_run_id": self.child_run_ids.get(best.index, ""),
-                         "best_trainer": best.candidate.trainer,
-                         "best_attempt": str(best.index)})
+        if best is not None:  # the same names as on the attempt's own run
+            metrics.update({f"cv_{m}": best.score, f"cv_{m}_std": best.score_std})
+            tags.update({"selected_run_id": self.child_run_ids.get(best.index, ""),
+                         "selected_trainer": best.candidate.trainer,
+                         "selected_attempt": str(best.index), "selection": run.selection,
+                         "ties": run.tie_note().lstrip("; ") or "none"})
         self.log(self.parent_run_id, metrics, {}, tags)
+        self._mark_ranks(run)
+
+    def _mark_ranks(self, run: EngineeringRun) -> None:
+        """``rank`` (CV leaderboard position) and ``selected`` on every attempt's run, so the
+        runs table sorts and filters by them (``tags.selected = 'true'``)."""
+        best = run.best_attempt
+        tied = {a.index for a in run.ties}
+        top = run.top_attempt.index if run.top_attempt is not None else None
+        for rank, a in enumerate(run.leaderboard(), start=1):
+            run_id = self.child_run_ids.get(a.index)
+            if run_id is None:
+                continue
+            tags = {"rank": str(rank),
+                    "selected": str(best is not None and a.index == best.index).lower()}
+            if a.index in tied or (tied and a.index == top):
+                tags["tie"] = f"within one standard error ({run.tie_window:.4f}) of the top CV"
+            self.log(run_id, {}, {}, tags)
 
     def end(self, status: str = "FINISHED") -> None:
         """End the search run (after ``record_result``) and this search's run context."""
@@ -334,6 +355,25 @@ class AttemptRecorder(SearchObserver):
                          f"python -c \"import mlflow; mlflow.MlflowClient().set_terminated("
                          f"'{run_id}', 'KILLED')\"")
 
+    @contextlib.contextmanager
+    def attempt_run(self, index: int):
+        """Attempt ``index``'s run as the active run (nested under the search run) while the
+        block logs to it: the selected attempt's model and diagnostics. It ends FINISHED."""
+        run_id = self.child_run_ids[index]
+        self.call("reopening the selected attempt's run", mlflow.start_run, run_id=run_id,
+                  nested=True)
+        try:
+            yield run_id
+        finally:
+            self.call("closing the selected attempt's run", mlflow.end_run)
+
+    def run_link(self, run_id: str) -> str:
+        """The run's page in the MLflow UI: absolute for a tracking server, else the UI's
+        path (``mlflow ui`` on the same store)."""
+        path = f"#/experiments/{self._experiment_id}/runs/{run_id}"
+        uri = mlflow.get_tracking_uri()
+        return f"{uri.rstrip('/')}/{path}" if uri.startswith(("http://", "https://")) else path
+
     def recorded(self) -> str:
         """What the store holds of this search, for messages after a failure."""
         if not self.parent_run_id:
@@ -374,11 +414,17 @@ class AttemptRecorder(SearchObserver):
                 pass  # left over from another store in this process
         mlflow.set_experiment(f"{ds.name}-agentic")
 
-    def log(self, run_id: str, metrics: dict, params: dict, tags: dict) -> None:
+    def log(self, run_id: str, metrics: dict, params: dict, tags: dict,
+            steps: dict | None = None) -> None:
+        """One batch: ``steps`` maps a metric to its values at steps 1, 2, ... (fold scores:
+        one metric, one step per fold, drawn as one line in the UI)."""
         ts = _now_ms()
+        series = [Metric(k, float(v), ts, step)
+                  for k, values in (steps or {}).items()
+                  for step, v in enumerate(values, start=1)]
         self.client.log_batch(
             run_id,
-            metrics=[Metric(k, float(v), ts, 0) for k, v in metrics.items()],
+            metrics=[Metric(k, float(v), ts, 0) for k, v in metrics.items()] + series,
             params=[Param(k, str(v)[:6000]) for k, v in params.items()],
             tags=[RunTag(k, str(v)[:TAG_MAX]) for k, v in tags.items()],
         )

@@ -1,5 +1,6 @@
-"""Recording a finished search: holdout scores and rows, the leaderboard, the LLM recording,
-then the model logged and (with holdout evidence) registered, then the search run ended.
+"""Recording a finished search: holdout scores and rows, the leaderboard, the data profile, the
+LLM recording; then the model, logged on the selected attempt's run with its holdout
+diagnostics and (with holdout evidence) registered from it; then the search run ended.
 
 One step, after the loop and the holdout scoring, on the run an ``AttemptRecorder`` opened.
 Registration comes last, with all the evidence, so nothing half-written is registered.
@@ -15,7 +16,9 @@ from typing import Any
 
 from mlflow_agentic import evidence as ev
 from mlflow_agentic.engine.types import AttemptRecord, EngineeringRun
+from mlflow_agentic.scoring.holdout import gap_limit
 from mlflow_agentic.tracking import models
+from mlflow_agentic.tracking.leaderboard import log_leaderboard
 from mlflow_agentic.trainers.registry import model_requirements
 
 
@@ -28,48 +31,73 @@ class Registration:
     alias_note: str = ""
 
 
+def gap_words(metric: str, cv: float, gap: float) -> str:
+    """The gap with its sign explained, for people."""
+    from mlflow_agentic.metrics import METRICS
+
+    limit = gap_limit(metric, cv)
+    what = "CV minus holdout" if METRICS[metric].greater_is_better else "holdout minus CV"
+    if gap > limit:
+        verdict = f"above the {limit:.4f} limit, so CV flattered this model (self-deceived)"
+    elif gap > 0:
+        verdict = f"positive but within the {limit:.4f} limit: CV was slightly optimistic"
+    else:
+        verdict = "zero or negative: the sealed holdout scored at least as well as CV"
+    return f"gap {gap:+.4f} ({what}; {verdict})"
+
+
 def record_result(rec, run: EngineeringRun, report=None, holdout=None, *, register: bool = True,
                   register_name: str | None = None, alias: str = models.DEFAULT_ALIAS,
                   log_model: bool = True) -> Registration:
     """Record ``run`` (and its holdout ``report`` and sealed ``holdout`` rows) on the search
     run of ``rec`` (an ``AttemptRecorder``), log and register the model, end the run."""
+    from mlflow_agentic.tracking.profile import profile_html
+
     m, best = run.metric, run.best_attempt
     outcome = Registration()
     metrics: dict[str, float] = {}
     tags: dict[str, str] = {"status": "finished"}
     note = [f"### {run.summary()}", "", f"Stopped: {run.stop_reason}."]
+    selected_id = rec.child_run_ids.get(best.index) if best is not None else None
+    if selected_id:
+        note += ["", f"**Selected attempt: [{best.index:02d}-{best.candidate.trainer}]"
+                     f"({rec.run_link(selected_id)})** (CV {m} {best.score:.4f} ± "
+                     f"{best.score_std:.4f}); it holds the model, its holdout diagnostics and "
+                     "explanations."]
     if holdout is not None and log_model:  # after scoring: for the promotion gate
         _log_holdout_rows(rec, holdout)
     if report is not None:
         _log_holdout(rec, run, report)
-        if report.selected is not None and report.selected.error is None:
-            metrics[ev.holdout(m)] = report.selected.holdout
-            metrics[ev.GAP] = report.selected.gap
-            tags[ev.SELF_DECEIVED] = str(report.selected.self_deceived).lower()
-            note.append(f"Selected model: CV {m} {report.selected.cv:.4f}, holdout "
-                        f"{report.selected.holdout:.4f}, gap {report.selected.gap:+.4f}.")
+        s = report.selected
+        if s is not None and s.error is None:
+            metrics[ev.holdout(m)] = s.holdout
+            metrics[ev.GAP] = s.gap
+            tags[ev.SELF_DECEIVED] = str(s.self_deceived).lower()
+            note.append(f"Selected model on the sealed holdout ({report.n_rows} rows): {m} "
+                        f"{s.holdout:.4f}; {gap_words(m, s.cv, s.gap)}.")
         tags["holdout"] = f"{report.n_rows} rows, {report.scheme}, digest {report.digest}"
-    _write_leaderboard(rec, run, report)
+    log_leaderboard(rec, run, report)
+    rec.call("logging data_profile.html", _log_text, rec, profile_html(rec.context.dataset),
+             "data_profile.html")
     if rec.llm_exchanges:
         metrics.update(_llm_totals(rec.llm_exchanges))
         _write_llm_exchanges(rec)
-    dataset = rec.context.dataset
     if run.model is not None and not log_model:
         note.append("Model not logged (a comparison run: evidence about the proposer).")
-    elif run.model is not None and register and report is not None:
-        outcome = _log_and_register(rec, run, best, report, register_name, alias)
-        version = outcome.model_version
-        note.append(f"Registered `{version.name}` version {version.version}: "
-                    f"{outcome.alias_note}.")
-        tags.update({"registered_model": version.name,
-                     "registered_version": str(version.version)})
     elif run.model is not None:
-        info = rec.call("logging the model", models.log_model, run.model, dataset,
-                        model_requirements(best))
-        outcome.model_uri = info.model_uri
-        note.append("Model logged, not registered (registration disabled)." if not register
-                    else "Model logged, not registered: no sealed-holdout evidence (a bare "
-                    "engine loop); mlflow_agentic.search() seals a holdout first and registers.")
+        outcome = _log_on_selected(rec, run, report, holdout)
+        if register and report is not None:
+            outcome = _register(rec, run, best, report, outcome, register_name, alias)
+            version = outcome.model_version
+            note.append(f"Registered `{version.name}` version {version.version} from the "
+                        f"selected attempt's run: {outcome.alias_note}.")
+            tags.update({"registered_model": version.name,
+                         "registered_version": str(version.version)})
+        else:
+            note.append("Model logged on the selected attempt's run, not registered ("
+                        + ("registration disabled)." if not register else
+                           "no sealed-holdout evidence: a bare engine loop; "
+                           "mlflow_agentic.search() seals a holdout first and registers)."))
     else:
         tags["registered_model"] = "none"
         note.append("Nothing verified: no model was logged or registered.")
@@ -79,11 +107,45 @@ def record_result(rec, run: EngineeringRun, report=None, holdout=None, *, regist
     return outcome
 
 
-def _log_and_register(rec, run: EngineeringRun, best: AttemptRecord, report,
-                      register_name: str | None, alias: str) -> Registration:
+def _log_on_selected(rec, run: EngineeringRun, report, holdout) -> Registration:
+    """The model, the training dataset and (with a holdout) the diagnostics, on the selected
+    attempt's run: the run the registered version points back to."""
+    import mlflow
+
+    from mlflow_agentic.tracking.diagnostics import log_diagnostics
+
+    best, ctx = run.best_attempt, rec.context
+    with rec.attempt_run(best.index) as run_id:
+        info = rec.call("logging the model", models.log_model, run.model, ctx.dataset,
+                        model_requirements(best))
+        rec.call("logging the training dataset", mlflow.log_input, rec.dataset_input,
+                 context="training")
+        tags = {"model_uri": info.model_uri, "mlflow.note.content": _selected_note(run, report)}
+        if holdout is not None:
+            tags.update(log_diagnostics(rec, run.model, ctx.dataset, holdout, run.metric,
+                                        model_id=info.model_id, seed=ctx.random_state))
+        rec.log(run_id, {}, {}, tags)
+    return Registration(info.model_uri)
+
+
+def _selected_note(run: EngineeringRun, report) -> str:
+    best, m = run.best_attempt, run.metric
+    lines = [f"**selected** ({best.status}; rule `{run.selection}`): {best.verdict.reason}",
+             "", f"CV {m} {best.score:.4f} ± {best.score_std:.4f} over "
+             f"{len(best.fold_scores)} folds{run.tie_note()}."]
+    s = report.selected if report is not None else None
+    if s is not None and s.error is None:
+        lines.append(f"Sealed holdout {m} {s.holdout:.4f}; {gap_words(m, s.cv, s.gap)}.")
+    lines += ["", f"Rationale: {best.candidate.rationale or '-'}", "",
+              "Artifacts: `model` (served with labels, or with `params: {\"output\": "
+              "\"probabilities\"}`), holdout plots and metrics (`holdout_*`), "
+              "`holdout/predictions.json`, `explanations/`."]
+    return "\n".join(lines)
+
+
+def _register(rec, run: EngineeringRun, best: AttemptRecord, report, logged: Registration,
+              register_name: str | None, alias: str) -> Registration:
     ctx = rec.context
-    info = rec.call("logging the model", models.log_model, run.model, ctx.dataset,
-                    model_requirements(best))
     name = register_name or f"{ctx.dataset.name}-agentic"
     m = run.metric
     tags = {
@@ -95,20 +157,53 @@ def _log_and_register(rec, run: EngineeringRun, best: AttemptRecord, report,
         ev.CV_SCHEME: ctx.cv_scheme, ev.VERDICT_STATUS: best.status,
         ev.QUARANTINED: str(best.verdict.quarantined).lower(),
         ev.TARGET: ctx.dataset.target, ev.TASK: ctx.dataset.task,
+        ev.EXCLUDED_COLUMNS: ",".join(ctx.dataset.excluded_columns) or "none",
+        "selection": run.selection,
     }
     if report.selected is not None and report.selected.error is None:
         tags.update({ev.holdout(m): f"{report.selected.holdout:.6f}",
                      ev.GAP: f"{report.selected.gap:.6f}",
                      ev.SELF_DECEIVED: str(report.selected.self_deceived).lower(),
                      ev.HOLDOUT_ROWS: str(report.n_rows), ev.HOLDOUT_DIGEST: report.digest})
-    briefing = ctx.briefing
-    if briefing is not None:
-        tags[ev.EXCLUDED_COLUMNS] = ",".join(briefing.excluded) or "none"
-        tags[ev.CRITICAL_FINDINGS] = str(len(briefing.critical))
+    if ctx.briefing is not None:
+        tags[ev.CRITICAL_FINDINGS] = str(len(ctx.briefing.critical))
     version, alias_note = rec.call(
-        "registering the model", models.register, info.model_uri, name, tags, alias=alias,
-        description=f"{run.summary()}\n\nSearch run {rec.parent_run_id}.")
-    return Registration(info.model_uri, version, alias_note)
+        "registering the model", models.register, logged.model_uri, name, tags, alias=alias,
+        description=_version_description(rec, run, report),
+        model_description=_model_description(name, ctx.dataset, m, alias))
+    return Registration(logged.model_uri, version, alias_note)
+
+
+def _version_description(rec, run: EngineeringRun, report) -> str:
+    best, m, ctx = run.best_attempt, run.metric, rec.context
+    run_id = rec.child_run_ids.get(best.index, "")
+    lines = [f"**{best.index:02d}-{best.candidate.trainer}**, selected from {len(run.attempts)} "
+             f"attempts ({len(run.valid_attempts)} verified) by the `{run.selection}` rule, "
+             f"proposer `{ctx.proposer_name}`.", "",
+             f"- CV {m}: {best.score:.4f} ± {best.score_std:.4f} ({len(best.fold_scores)}-fold "
+             f"{ctx.cv_scheme}); trivial baseline {run.baseline_score:.4f}."]
+    s = report.selected
+    if s is not None and s.error is None:
+        lines.append(f"- Sealed holdout ({report.n_rows} rows, sealed before any proposer "
+                     f"existed): {m} {s.holdout:.4f}; {gap_words(m, s.cv, s.gap)}.")
+    if run.ties:
+        lines.append(f"- Ties: {run.tie_note().lstrip('; ')}.")
+    lines += [f"- Features: {len(ctx.dataset.feature_columns)}; excluded: "
+              f"{', '.join(ctx.dataset.excluded_columns) or 'none'} (optional in requests).",
+              f"- Source run: the selected attempt [{run_id}]({rec.run_link(run_id)}); search "
+              f"run [{rec.parent_run_id}]({rec.run_link(rec.parent_run_id)}).",
+              "- Serving: labels by default; `\"params\": {\"output\": \"probabilities\"}` adds "
+              "one probability column per class."]
+    return "\n".join(lines)
+
+
+def _model_description(name: str, dataset, metric: str, alias: str) -> str:
+    return (f"Models of `{dataset.target}` ({dataset.task}) on `{dataset.name}`, registered by "
+            f"mlflow-agentic. Each version's description holds its evidence: CV {metric}, the "
+            "score on a holdout sealed before the search, and the gap between them (CV minus "
+            "holdout in the better direction; positive means CV flattered the model). "
+            f"`@{alias}` points at the version that scores best on the same holdout; promote "
+            f"with `mlflow-agentic promote --model {name}`.")
 
 
 def _log_holdout(rec, run: EngineeringRun, report) -> None:
@@ -138,27 +233,8 @@ def _log_holdout_rows(rec, holdout) -> None:
         rec.client.log_artifact(rec.parent_run_id, str(path), folder)
 
 
-def _write_leaderboard(rec, run: EngineeringRun, report=None) -> None:
-    import pandas as pd
-
-    rows = []
-    for rank, a in enumerate(run.leaderboard(), start=1):
-        rows.append({
-            "rank": rank, "attempt": a.index, "run_id": rec.child_run_ids.get(a.index, ""),
-            "trainer": a.candidate.trainer, "status": a.status, "phase": a.phase,
-            f"cv_{run.metric}": None if a.failed else a.score,
-            f"cv_{run.metric}_std": None if a.failed else a.score_std,
-            **_holdout_columns(run.metric, a, report),
-            "fit_seconds": round(a.fit_seconds, 3), "reason": a.verdict.reason,
-            "params": json.dumps(dict(a.params), default=str), "rationale":
-            a.candidate.rationale})
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "leaderboard.csv"
-        pd.DataFrame(rows).to_csv(path, index=False)
-        summary = Path(tmp) / "summary.txt"
-        summary.write_text(run.summary() + f"\nstopped: {run.stop_reason}\n")
-        rec.client.log_artifact(rec.parent_run_id, str(path))
-        rec.client.log_artifact(rec.parent_run_id, str(summary))
+def _log_text(rec, text: str, name: str) -> None:
+    rec.client.log_text(rec.parent_run_id, text, name)
 
 
 def _llm_totals(exchanges: list) -> dict[str, float]:
@@ -179,12 +255,3 @@ def _write_llm_exchanges(rec) -> None:
         path.write_text("".join(json.dumps(e.to_record(), default=str) + "\n"
                                 for e in rec.llm_exchanges))
         rec.client.log_artifact(rec.parent_run_id, str(path))
-
-
-def _holdout_columns(metric: str, attempt: AttemptRecord, report) -> dict:
-    if report is None:
-        return {}
-    score = report.scores.get(attempt.index)
-    if score is None or score.error is not None:
-        return {ev.holdout(metric): None, ev.GAP: None}
-    return {ev.holdout(metric): score.holdout, ev.GAP: score.gap}

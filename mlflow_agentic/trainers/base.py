@@ -79,6 +79,6 @@ class Trainer:
 
         resolved = self.resolve_params(dataset, params)
         model = self.build_model(dataset.task, resolved, random_state)
-        return Pipeline([("inputs", InputColumns()),
+        return Pipeline([("inputs", InputColumns(unused=sorted(dataset.excluded_columns))),
                          ("preprocess", build_preprocessor(dataset, self.preprocessing)),
                          ("model", model)])

@@ -101,13 +101,19 @@ class InputColumns(TransformerMixin, BaseEstimator):
     A column that was sometimes missing in the training rows is *optional* when predicting: if a
     request lacks it, it is added as all-missing and the imputers handle it as in training. A
     column never missing in training is *required*: its absence is a clear error, not a guess.
-    Extra columns are ignored.
+    Columns in ``unused`` (excluded from the features: IDs, flagged columns) are optional too:
+    the model never reads them. Extra columns are ignored.
     """
+
+    def __init__(self, unused=None):
+        self.unused = unused
 
     def fit(self, X, y=None):
         frame = pd.DataFrame(X)
+        unused = set(self.unused or ())
         self.columns_ = [str(c) for c in frame.columns]
-        self.optional_ = [str(c) for c in frame.columns if _sometimes_missing(frame[c])]
+        self.optional_ = [str(c) for c in frame.columns
+                          if str(c) in unused or _sometimes_missing(frame[c])]
         self.n_features_in_ = len(self.columns_)
         return self
 

@@ -1,0 +1,74 @@
+"""Which verified attempt is selected, and which others it cannot be told apart from.
+
+Two CV scores closer than the top attempt's standard error (its fold scores' standard deviation
+over the square root of the fold count) are a tie on these folds. ``best`` selects the top CV
+score all the same; ``one-se``, the one-standard-error rule (Breiman et al. 1984; Hastie,
+Tibshirani and Friedman, ESL 7.10), selects the cheapest trainer within one standard error of
+the top, which usually generalises as well and costs less to fit and serve.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from mlflow_agentic.engine.settings import SELECTION_RULES
+from mlflow_agentic.engine.types import AttemptRecord
+
+__all__ = ["SELECTION_RULES", "fit_cost", "select", "standard_error", "ties"]
+DEFAULT_COST = 2
+"""A trainer's relative fit cost when the registry does not know it (1 cheap .. 3 expensive)."""
+
+
+def standard_error(record: AttemptRecord) -> float:
+    """Standard error of the mean CV score (sample std of the folds / sqrt(folds))."""
+    folds = [s for s in record.fold_scores if math.isfinite(s)]
+    if len(folds) < 2:
+        return float("nan")
+    return float(np.std(folds, ddof=1) / math.sqrt(len(folds)))
+
+
+def eligible(record: AttemptRecord) -> bool:
+    """Verified, not quarantined, with a finite CV score: may be selected."""
+    return (record.verdict.valid and not record.verdict.quarantined and not record.failed
+            and record.pruned is None and math.isfinite(record.score))
+
+
+def ties(history: Sequence[AttemptRecord], top: AttemptRecord | None) -> list[AttemptRecord]:
+    """Eligible attempts other than ``top`` within one standard error of its CV score, best
+    first. Empty when ``top`` has no standard error (fewer than two folds)."""
+    if top is None:
+        return []
+    window = standard_error(top)
+    if not math.isfinite(window):
+        return []
+    close = [a for a in history if a is not top and eligible(a)
+             and top.utility - a.utility <= window]
+    return sorted(close, key=lambda a: (-a.utility, a.index))
+
+
+def fit_cost(record: AttemptRecord, by_index: dict[int, AttemptRecord]) -> int:
+    """The trainer's declared relative cost; an ensemble costs all its members together."""
+    from mlflow_agentic.engine.refit import ENSEMBLE
+    from mlflow_agentic.trainers.registry import trainer_registry
+
+    if record.candidate.trainer == ENSEMBLE:
+        members = [by_index[i] for i in record.params.get("members", ()) if i in by_index]
+        return sum(fit_cost(m, by_index) for m in members) or DEFAULT_COST
+    trainer = trainer_registry().get(record.candidate.trainer)
+    return DEFAULT_COST if trainer is None else trainer.cost
+
+
+def select(history: Sequence[AttemptRecord], top: AttemptRecord | None, rule: str = "best"
+           ) -> AttemptRecord | None:
+    """The attempt ``rule`` selects: ``top`` (``best``), or the cheapest of ``top`` and its ties
+    (``one-se``; the better CV score among equally cheap ones)."""
+    if rule not in SELECTION_RULES:
+        raise ValueError(f"unknown selection rule {rule!r}; valid: {', '.join(SELECTION_RULES)}")
+    if top is None or rule == "best":
+        return top
+    by_index = {a.index: a for a in history}
+    return min([top, *ties(history, top)],
+               key=lambda a: (fit_cost(a, by_index), -a.utility, a.index))

@@ -1,0 +1,57 @@
+"""The registered model as served: the fitted pipeline behind MLflow's pyfunc, with one
+inference parameter, ``output``.
+
+``output="label"`` (the default) returns one prediction per row, as ``sklearn``'s ``predict``;
+``output="probabilities"`` (classifiers) returns per row the label and one
+``probability_<class>`` column per class. A REST caller sends it as
+``{"dataframe_split": ..., "params": {"output": "probabilities"}}``; in Python,
+``model.predict(frame, params={"output": "probabilities"})``.
+
+This module is pickled with the model (by value): a served model does not need mlflow-agentic.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from mlflow.pyfunc import PythonModel
+
+OUTPUTS = ("label", "probabilities")
+
+
+class ServedModel(PythonModel):
+    """``model``: the fitted pipeline (or ensemble). ``classes``: its classes for a classifier,
+    None for a regressor."""
+
+    def __init__(self, model, classes=None) -> None:
+        self.model = model
+        self.classes = None if classes is None else list(classes)
+
+    def predict(self, context, model_input, params=None):  # noqa: D401 - the pyfunc contract
+        output = (params or {}).get("output") or "label"
+        if output not in OUTPUTS:
+            from mlflow.exceptions import INVALID_PARAMETER_VALUE, MlflowException
+
+            raise MlflowException(f"params.output {output!r}: expected one of "
+                                  f"{', '.join(OUTPUTS)}", INVALID_PARAMETER_VALUE)
+        labels = self.model.predict(model_input)
+        if output == "label":
+            return labels
+        if self.classes is None:
+            from mlflow.exceptions import INVALID_PARAMETER_VALUE, MlflowException
+
+            raise MlflowException("params.output 'probabilities': this model is a regressor; "
+                                  "use 'label'", INVALID_PARAMETER_VALUE)
+        proba = np.asarray(self.model.predict_proba(model_input))
+        frame = pd.DataFrame({"label": np.asarray(labels)})
+        for k, cls in enumerate(self.classes):
+            frame[f"probability_{cls}"] = proba[:, k]
+        return frame
+
+    # What evaluators read from a raw model (``get_raw_model()`` returns this object).
+    def predict_proba(self, X):
+        return self.model.predict_proba(X)
+
+    @property
+    def classes_(self):
+        return self.model.classes_
