@@ -129,3 +129,23 @@ def test_a_value_that_is_not_a_number_is_refused_with_the_column(served_champion
     response = _post(served_champion, rows)
     assert response.status_code == 200, response.text
     assert response.json()["predictions"] == list(search.result.run.model.predict(rows))
+
+
+def test_served_probabilities_alongside_labels_without_the_id_column(served_champion,
+                                                                      champion):
+    search, frame = champion
+    model = search.result.run.model
+    rows = frame.drop(columns=["Churn", "customerID"]).tail(5)  # the excluded ID is optional
+    payload = {"dataframe_split": rows.astype(object).where(rows.notna(), None)
+               .to_dict(orient="split"), "params": {"output": "probabilities"}}
+    payload["dataframe_split"].pop("index")
+    response = requests.post(f"{served_champion}/invocations", json=payload, timeout=30)
+    assert response.status_code == 200, response.text
+    served = response.json()["predictions"]
+    assert [p["label"] for p in served] == list(model.predict(rows))
+    proba = model.predict_proba(rows)
+    assert [p["probability_Yes"] for p in served] == pytest.approx(proba[:, 1])
+    assert [p["probability_No"] for p in served] == pytest.approx(proba[:, 0])
+    payload["params"] = {"output": "odds"}
+    refused = requests.post(f"{served_champion}/invocations", json=payload, timeout=30)
+    assert refused.status_code == 400 and "label, probabilities" in refused.json()["message"]

@@ -8,6 +8,8 @@ predictions are a table. A diagnostic that fails is recorded as a tag, never fat
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import tempfile
 import warnings
 from pathlib import Path
@@ -65,11 +67,23 @@ def _evaluate(model, hd, train, model_id: str | None) -> None:
     data = mlflow.data.from_pandas(hd.frame, targets=hd.target, name="holdout")
     view = PyFuncModel(Model(flavors={"python_function": {"loader_module": "mlflow.sklearn"}}),
                        _SklearnView(model))
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), _quiet("mlflow"):
         warnings.simplefilter("ignore")
         mlflow.models.evaluate(view, data, model_type="classifier" if classifier else "regressor",
                                evaluators=["default"], evaluator_config={"default": config},
                                model_id=model_id)
+
+
+@contextlib.contextmanager
+def _quiet(name: str):
+    """The evaluator's INFO lines (active model set, label inference) are not for users."""
+    logger = logging.getLogger(name)
+    level = logger.level
+    logger.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 def _log_predictions(model, hd, train) -> None:

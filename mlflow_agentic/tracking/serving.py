@@ -8,9 +8,9 @@ inference parameter, ``output``.
 ``model.predict(frame, params={"output": "probabilities"})``.
 
 This module is pickled with the model (by value): a served model does not need mlflow-agentic.
+Its annotations are evaluated (no ``from __future__ import annotations``): MLflow reads the
+``pd.DataFrame`` hint of ``predict`` and skips type-hint validation (the signature validates).
 """
-
-from __future__ import annotations
 
 import numpy as np
 import pandas as pd
@@ -27,7 +27,7 @@ class ServedModel(PythonModel):
         self.model = model
         self.classes = None if classes is None else list(classes)
 
-    def predict(self, context, model_input, params=None):  # noqa: D401 - the pyfunc contract
+    def predict(self, context, model_input: pd.DataFrame, params: dict | None = None):
         output = (params or {}).get("output") or "label"
         if output not in OUTPUTS:
             from mlflow.exceptions import INVALID_PARAMETER_VALUE, MlflowException
