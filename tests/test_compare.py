@@ -130,7 +130,9 @@ def test_every_proposer_and_seed_is_a_tagged_search_run(comparisons):
 def test_arms_share_the_split_folds_and_budget(comparisons):
     arms = comparisons[0].arms()
     assert len({a.data.tags["holdout"] for a in arms}) == 1  # one sealed holdout (digest)
-    folds = {tuple(round(a.data.metrics[f"baseline_roc_auc_fold{k}"], 12) for k in (1, 2, 3))
+    client = comparisons[0].client
+    folds = {tuple(round(m.value, 12) for m in client.get_metric_history(a.info.run_id,
+                                                                      "baseline_roc_auc_fold"))
              for a in arms}
     assert len(folds) == 1  # the same fold indices: the same baseline fold scores
     for arm in arms:
@@ -146,7 +148,7 @@ def _recompute_arm(cmp: Comparison, arm) -> dict:
     verified = [c for c in children if c.data.tags["verdict"] == "verified"]
     best = max(verified, key=lambda c: (c.data.metrics["cv_roc_auc"],
                                         -int(c.data.tags["attempt.index"])))
-    assert best.info.run_id == arm.data.tags["best_run_id"]
+    assert best.info.run_id == arm.data.tags["selected_run_id"]
     m = arm.data.metrics
     return {"proposer": arm.data.tags["proposer"], "seed": int(arm.data.tags["agentic.seed"]),
             "run_id": arm.info.run_id, "best_cv": best.data.metrics["cv_roc_auc"],
@@ -156,7 +158,8 @@ def _recompute_arm(cmp: Comparison, arm) -> dict:
             "quarantined": sum(c.data.tags["verdict"] == "quarantined" for c in children),
             "failed": sum(c.info.status == "FAILED" for c in children),
             "wall_seconds": m["search_seconds"],
-            "first_verified_seconds": min(c.data.metrics["elapsed_seconds"] for c in verified),
+            "first_verified_seconds": min(c.data.metrics["finished_at_search_seconds"]
+                                          for c in verified),
             "prompt_tokens": m.get("llm_prompt_tokens", 0),
             "completion_tokens": m.get("llm_completion_tokens", 0),
             "cost_usd": m.get("llm_cost_usd", 0.0)}

@@ -173,7 +173,8 @@ def test_registered_model_does_not_use_the_leak(leak_search):
     uri, result, tracker, df = leak_search
     mlflow.set_tracking_uri(uri)
     try:
-        model = mlflow.sklearn.load_model("models:/leaky-churn@challenger")
+        served = mlflow.pyfunc.load_model("models:/leaky-churn@challenger")
+        model = served.unwrap_python_model().model  # the fitted pipeline behind the pyfunc
     finally:
         mlflow.set_tracking_uri(None)
     pipelines = getattr(model, "estimators", [model])  # an ensemble: each member

@@ -220,7 +220,8 @@ class AttemptRecorder(SearchObserver):
     def on_attempt_end(self, record: AttemptRecord) -> None:
         run_id = self.child_run_ids[record.index]
         m = record.metric
-        metrics = {"fit_seconds": record.fit_seconds, "attempt_seconds": record.seconds}
+        metrics = {"fit_seconds": record.fit_seconds, "attempt_seconds": record.seconds,
+                   "finished_at_search_seconds": record.elapsed}
         steps: dict[str, tuple[float, ...]] = {}
         extra_tags = {}
         if self._llm_pending:
