@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
+TAB10 = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
+         "#7f7f7f", "#bcbd22", "#17becf")
+ENSEMBLE_COLOUR = "#000000"
 
-def plot_cv_vs_holdout(report, run, path: Path) -> Path:
+
+def trainer_colour(trainer: str, trainers: Sequence[str]) -> str:
+    """One colour per trainer, the same in the PNGs and in the MLflow UI (``mlflow.runColor``):
+    its position among the search's trainers in matplotlib's tab10; the ensemble black."""
+    if trainer not in trainers:
+        return ENSEMBLE_COLOUR
+    return TAB10[list(trainers).index(trainer) % len(TAB10)]
+
+
+def plot_cv_vs_holdout(report, run, path: Path, trainers: Sequence[str] = ()) -> Path:
     """One point per attempt, coloured by trainer, shaped by verdict, with its CV fold standard
     deviation as a horizontal error bar; the selected attempt ringed."""
-    from matplotlib import colormaps
     from matplotlib.figure import Figure  # no pyplot: no global state, faster import
 
     attempts = {a.index: a for a in run.attempts}
@@ -16,10 +28,9 @@ def plot_cv_vs_holdout(report, run, path: Path) -> Path:
     fig = Figure(figsize=(7, 5.5), dpi=110)
     ax = fig.add_subplot()
     points = [s for s in report.scores.values() if s.error is None]
-    trainers = sorted({s.trainer for s in points})
-    palette = colormaps["tab10"]
-    for k, trainer in enumerate(trainers):
-        colour = palette(k % 10)
+    order = list(trainers) if trainers else sorted({s.trainer for s in points})
+    for trainer in sorted({s.trainer for s in points}, key=lambda t: (t not in order, t)):
+        colour = trainer_colour(trainer, order)
         mine = [s for s in points if s.trainer == trainer]
         ax.errorbar([s.cv for s in mine], [s.holdout for s in mine],
                     xerr=[attempts[s.index].score_std for s in mine], fmt="none",

@@ -19,6 +19,7 @@ from mlflow.models import infer_signature
 
 from mlflow_agentic.engine.observer import SearchContext, SearchObserver
 from mlflow_agentic.engine.types import AttemptRecord, EngineeringRun, SolutionCandidate
+from mlflow_agentic.scoring.plot import trainer_colour
 from mlflow_agentic.tracking import context as run_context
 from mlflow_agentic.tracking import models
 from mlflow_agentic.tracking.store import Retrying, RetryingClient
@@ -178,6 +179,7 @@ class AttemptRecorder(SearchObserver):
             self._experiment_id, run_name=f"{index:02d}-{trainer}",
             tags={"mlflow.parentRunId": self.parent_run_id, "agentic.role": "attempt",
                   "attempt.index": str(index), "mlflow.source.name": self._source_name,
+                  "mlflow.runColor": trainer_colour(trainer, self.context.trainers),
                   **run_context.search_tags()})
         self._open_children.add(index)
         self.child_run_ids[index] = run.info.run_id

@@ -220,7 +220,8 @@ def _log_holdout(rec, run: EngineeringRun, report) -> None:
         rec.log(run_id, {ev.holdout(m): score.holdout, ev.GAP: score.gap}, {},
                 {ev.SELF_DECEIVED: str(score.self_deceived).lower()})
     with tempfile.TemporaryDirectory() as tmp:
-        path = plot_cv_vs_holdout(report, run, Path(tmp) / "cv_vs_holdout.png")
+        path = plot_cv_vs_holdout(report, run, Path(tmp) / "cv_vs_holdout.png",
+                                  rec.context.trainers)
         rec.client.log_artifact(rec.parent_run_id, str(path))
 
 
