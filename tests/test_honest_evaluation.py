@@ -165,7 +165,10 @@ def test_planted_leak_is_flagged_critical_and_excluded(leak_search):
     assert "RefundIssued" in result.briefing.excluded
     client = mlflow.MlflowClient(uri)
     parent = client.get_run(tracker.parent_run_id)
-    assert parent.data.tags["excluded_columns"] == "RefundIssued"
+    # every column the model does not read, each with its reason
+    assert parent.data.tags["excluded_columns"] == "customerID,RefundIssued"
+    assert parent.data.params["excluded_columns"] == "customerID,RefundIssued"
+    assert "RefundIssued" in parent.data.tags["excluded.RefundIssued"]  # the finding says why
     assert parent.data.tags["finding.single_feature.RefundIssued"].startswith("critical:")
 
 

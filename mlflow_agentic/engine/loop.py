@@ -286,6 +286,7 @@ class AgenticAutoML:
                        and a.index in self._oof), key=lambda a: (-a.utility, a.index))
         pool = pool[:MAX_MEMBERS]
         ds = ctx.dataset
+        started = time.perf_counter()
         choice = select_ensemble([(a.index, self._oof[a.index]) for a in pool], ds.y.to_numpy(),
                                  self._runner.folds.splits, ctx.metric, tuple(ds.classes))
         if choice is None:
@@ -309,7 +310,7 @@ class AgenticAutoML:
             phase="ensemble", metric=ctx.metric.name,
             greater_is_better=ctx.metric.greater_is_better, params=dict(candidate.params),
             fold_scores=choice.fold_scores, score_std=choice.std, proposer="engine",
-            elapsed=time.perf_counter() - self._started)
+            seconds=time.perf_counter() - started, elapsed=time.perf_counter() - self._started)
         history.append(record)
         self._notify("on_attempt_end", record)
         if all(i in self._extras for i in choice.members):

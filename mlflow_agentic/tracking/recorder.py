@@ -422,6 +422,8 @@ class AttemptRecorder(SearchObserver):
         """One batch: ``steps`` maps a metric to its values at steps 1, 2, ... (fold scores:
         one metric, one step per fold, drawn as one line in the UI)."""
         ts = _now_ms()
+        metrics = {k: round(float(v), 3) if k.endswith("_seconds") else v
+                   for k, v in metrics.items()}  # milliseconds are enough for a duration
         series = [Metric(k, float(v), ts, step)
                   for k, values in (steps or {}).items()
                   for step, v in enumerate(values, start=1)]

@@ -199,6 +199,13 @@ class WeightedEnsemble(BaseEstimator):
         labels = np.asarray(self.classes)[np.argmax(self.predict_proba(X), axis=1)]
         return labels
 
+    def score(self, X, y):
+        """sklearn's default score (accuracy, or R2 for regression), as evaluators expect."""
+        from sklearn.metrics import accuracy_score, r2_score
+
+        predicted = self.predict(X)
+        return r2_score(y, predicted) if self.classes is None else accuracy_score(y, predicted)
+
 
 class InnerValidationEarlyStopping(BaseEstimator):
     """Boosting with early stopping on a validation split of its own training rows.

@@ -1,0 +1,88 @@
+"""Screenshots of the MLflow UI after the README's main command, as committed under docs/ui/.
+
+Run from a directory where ``mlflow run . -P data=examples/churn.csv --env-manager local
+--experiment-name churn-agentic`` ran, with ``mlflow ui`` serving its store:
+
+    mlflow ui --backend-store-uri sqlite:///mlflow.db -p 5055 &
+    python docs/screenshots.py http://127.0.0.1:5055 docs/ui
+
+Needs ``pip install playwright`` and a Chromium (Debian: ``apt-get install chromium``).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import time
+from pathlib import Path
+
+import mlflow
+from playwright.sync_api import sync_playwright
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"]
+COLUMNS = ["cv_roc_auc", "cv_roc_auc_std", "holdout_roc_auc", "gap", "fit_seconds", "rank",
+           "selected", "verdict", "tie"]
+HIDDEN = ["Source", "Dataset"]
+
+
+def pick_columns(page, names) -> None:
+    page.get_by_role("button", name="Columns", exact=True).click()
+    time.sleep(0.5)
+    box = page.get_by_placeholder("Search")
+    for name in names:
+        box.fill(name)
+        time.sleep(0.6)
+        title = page.locator("span[title]").filter(has_text=re.compile(rf"^{re.escape(name)}$"))
+        title.first.locator("xpath=preceding-sibling::span[1]").click()  # its checkbox
+    page.keyboard.press("Escape")
+    time.sleep(0.5)
+
+
+def main(ui: str, out: Path, store: str = "sqlite:///mlflow.db") -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    client = mlflow.MlflowClient(store, registry_uri=store)
+    exp = client.get_experiment_by_name("churn-agentic")
+    parent = client.search_runs([exp.experiment_id], "tags.`agentic.role` = 'search'",
+                                order_by=["attributes.start_time DESC"], max_results=1)[0]
+    selected = parent.data.tags["selected_run_id"]
+    version = parent.data.tags["registered_version"]
+    name = parent.data.tags["registered_model"]
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        page = browser.new_page(viewport={"width": 1900, "height": 900})
+        page.goto(f"{ui}/#/experiments/{exp.experiment_id}/runs?orderByKey=metrics.%60cv_roc_auc"
+                  "%60&orderByAsc=false")
+        time.sleep(5)
+        if page.get_by_role("button", name="Close").count():
+            page.get_by_role("button", name="Close").first.click()  # the assistant panel
+        pick_columns(page, COLUMNS)
+        pick_columns(page, HIDDEN)  # unticked: the attribute columns we do not need here
+        # sorted by a metric the table is flat: the search run sits beside its attempts,
+        # comparable because both use the same names (cv_roc_auc, holdout_roc_auc, gap)
+        page.screenshot(path=str(out / "runs_table.png"))
+        page.goto(f"{ui}/#/experiments/{exp.experiment_id}/runs/{selected}")
+        time.sleep(5)
+        page.screenshot(path=str(out / "selected_attempt.png"), full_page=True)
+        page.goto(f"{ui}/#/experiments/{exp.experiment_id}/runs/{selected}/artifacts")
+        time.sleep(4)
+        page.get_by_text("holdout_roc_curve_plot.png", exact=True).click()
+        time.sleep(3)
+        page.screenshot(path=str(out / "selected_attempt_roc.png"))
+        page.get_by_text("explanations", exact=True).click()
+        time.sleep(1)
+        page.get_by_text("permutation_importance.png", exact=True).click()
+        time.sleep(3)
+        page.screenshot(path=str(out / "selected_attempt_importance.png"))
+        page.goto(f"{ui}/#/experiments/{exp.experiment_id}/runs/{parent.info.run_id}")
+        time.sleep(5)
+        page.screenshot(path=str(out / "search_run.png"), full_page=True)
+        page.goto(f"{ui}/#/models/{name}/versions/{version}")
+        time.sleep(5)
+        page.screenshot(path=str(out / "model_version.png"), full_page=True)
+        browser.close()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], Path(sys.argv[2]))
