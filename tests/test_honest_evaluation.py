@@ -209,7 +209,7 @@ def test_holdout_scores_and_gap_are_recorded(leak_search):
     mv = client.get_model_version_by_alias("leaky-churn", "challenger")
     assert float(mv.tags["holdout_roc_auc"]) == pytest.approx(sel.holdout, abs=1e-6)
     assert float(mv.tags["gap"]) == pytest.approx(sel.gap, abs=1e-6)
-    assert mv.tags["excluded_columns"] == "RefundIssued"
+    assert mv.tags["excluded_columns"] == "customerID,RefundIssued"  # all the model ignores
 
 
 # ---- quarantine --------------------------------------------------------------------------------

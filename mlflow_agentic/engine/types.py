@@ -175,7 +175,9 @@ class EngineeringRun:
                 f"({len(self.valid_attempts)} verified)")
         if self.best_candidate is None:
             return f"{head}; nothing verified: {self.why_nothing_verified()}; nothing registered"
-        line = (f"{head}; best={self.best_candidate.trainer} {self.metric}={self.best_score:.4f} "
+        label = "best" if self.best_attempt is self.top_attempt else "selected"
+        line = (f"{head}; {label}={self.best_candidate.trainer} "
+                f"{self.metric}={self.best_score:.4f} "
                 f"(baseline {self.baseline_score:.4f})")
         return line + self.tie_note()
 

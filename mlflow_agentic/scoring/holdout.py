@@ -46,9 +46,14 @@ class HoldoutReport:
         if self.selected is None:
             return f"holdout ({self.n_rows} rows, {self.scheme}): no selected model"
         s = self.selected
+        first, second = (("CV", "holdout") if METRICS[self.metric].greater_is_better
+                         else ("holdout", "CV"))
+        sign = (" (self-deceived: CV flattered the model)" if s.self_deceived else
+                f" ({first} - {second}: " + ("CV was optimistic, within the limit)" if s.gap > 0
+                                             else "the holdout scored at least as well)"))
         return (f"holdout ({self.n_rows} rows, {self.scheme}): selected {s.trainer} "
                 f"{self.metric} CV {s.cv:.4f} vs holdout {s.holdout:.4f}, gap {s.gap:+.4f}"
-                + (" (self-deceived)" if s.self_deceived else ""))
+                + sign)
 
 
 def gap_limit(metric_name: str, cv: float, threshold: float = SELF_DECEPTION_GAP) -> float:

@@ -18,13 +18,16 @@ ARTIFACT = "agentic_evaluation.json"
 
 def model_outputs(model, features: pd.DataFrame, model_type: str):
     """``(y_pred, proba, classes)``: probabilities from the raw model when it has
-    ``predict_proba`` (sklearn and friends), else the pyfunc's predictions."""
+    ``predict_proba`` (sklearn and friends, or our ``ServedModel`` pyfunc), else the pyfunc's
+    predictions."""
     raw = None
     if model_type == "classifier":
-        try:
-            raw = model.get_raw_model()
-        except Exception:  # not every flavor exposes its model
-            raw = None
+        for unwrap in ("get_raw_model", "unwrap_python_model"):
+            try:
+                raw = getattr(model, unwrap)()
+                break
+            except Exception:  # not every flavor exposes its model
+                raw = None
     if raw is not None and hasattr(raw, "predict_proba") and hasattr(raw, "classes_"):
         return None, np.asarray(raw.predict_proba(features)), tuple(raw.classes_)
     predicted = model.predict(features)

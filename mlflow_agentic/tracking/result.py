@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,11 +49,12 @@ def gap_words(metric: str, cv: float, gap: float) -> str:
 
 def record_result(rec, run: EngineeringRun, report=None, holdout=None, *, register: bool = True,
                   register_name: str | None = None, alias: str = models.DEFAULT_ALIAS,
-                  log_model: bool = True) -> Registration:
+                  log_model: bool = True, deadline: float | None = None) -> Registration:
     """Record ``run`` (and its holdout ``report`` and sealed ``holdout`` rows) on the search
     run of ``rec`` (an ``AttemptRecorder``), log and register the model, end the run."""
     from mlflow_agentic.tracking.profile import profile_html
 
+    started = time.perf_counter()
     m, best = run.metric, run.best_attempt
     outcome = Registration()
     metrics: dict[str, float] = {}
@@ -85,7 +87,7 @@ def record_result(rec, run: EngineeringRun, report=None, holdout=None, *, regist
     if run.model is not None and not log_model:
         note.append("Model not logged (a comparison run: evidence about the proposer).")
     elif run.model is not None:
-        outcome = _log_on_selected(rec, run, report, holdout)
+        outcome = _log_on_selected(rec, run, report, holdout, deadline)
         if register and report is not None:
             outcome = _register(rec, run, best, report, outcome, register_name, alias)
             version = outcome.model_version
@@ -102,12 +104,14 @@ def record_result(rec, run: EngineeringRun, report=None, holdout=None, *, regist
         tags["registered_model"] = "none"
         note.append("Nothing verified: no model was logged or registered.")
     tags["mlflow.note.content"] = "\n".join(note)
+    metrics["recording_seconds"] = time.perf_counter() - started  # all of the above
     rec.log(rec.parent_run_id, metrics, {}, tags)
     rec.end("FINISHED")
     return outcome
 
 
-def _log_on_selected(rec, run: EngineeringRun, report, holdout) -> Registration:
+def _log_on_selected(rec, run: EngineeringRun, report, holdout,
+                     deadline: float | None = None) -> Registration:
     """The model, the training dataset and (with a holdout) the diagnostics, on the selected
     attempt's run: the run the registered version points back to."""
     import mlflow
@@ -123,7 +127,8 @@ def _log_on_selected(rec, run: EngineeringRun, report, holdout) -> Registration:
         tags = {"model_uri": info.model_uri, "mlflow.note.content": _selected_note(run, report)}
         if holdout is not None:
             tags.update(log_diagnostics(rec, run.model, ctx.dataset, holdout, run.metric,
-                                        model_id=info.model_id, seed=ctx.random_state))
+                                        model_id=info.model_id, seed=ctx.random_state,
+                                        deadline=deadline))
         rec.log(run_id, {}, {}, tags)
     return Registration(info.model_uri)
 

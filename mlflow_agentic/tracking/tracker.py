@@ -44,10 +44,12 @@ class MlflowTracker(AttemptRecorder):
         if self.auto_finish:
             self.finish(run)
 
-    def finish(self, run: EngineeringRun, report=None, holdout=None) -> None:
-        """Record the finished search (holdout, leaderboard, model, registration), end it."""
+    def finish(self, run: EngineeringRun, report=None, holdout=None,
+               deadline: float | None = None) -> None:
+        """Record the finished search (holdout, leaderboard, model, registration), end it.
+        ``deadline``: a ``time.perf_counter()`` value the holdout diagnostics must fit in."""
         outcome = record_result(self, run, report, holdout, register=self.register,
                                 register_name=self.register_name, alias=self.alias,
-                                log_model=self.log_model)
+                                log_model=self.log_model, deadline=deadline)
         self.model_uri, self.model_version = outcome.model_uri, outcome.model_version
         self.alias_note = outcome.alias_note
