@@ -229,3 +229,16 @@ def test_ties_are_named_with_their_standard_error(story):
     assert ties == "none" if not expected else all(
         f"{a.index:02d}-{a.candidate.trainer}" in ties for a in run.ties)
     assert json.dumps(standard_error(top)) == json.dumps(run.tie_window)
+
+
+def test_permutation_importance_finds_the_column_the_model_reads():
+    from mlflow_agentic.tracking.diagnostics import importance
+    from tests.conftest import scripted_frame
+    from tests.scripted import MixClassifier
+
+    data = Dataset.from_frame(scripted_frame(n=400, seed=1), name="scripted")
+    model = MixClassifier(quality=1.0).fit(data.X, data.y)  # reads `signal` only
+    table = importance(model, data, data, "roc_auc", seed=0).set_index("column")
+    assert table.loc["noise", "importance_mean"] == 0.0  # shuffling it changes nothing
+    assert table.loc["signal", "importance_mean"] > 0.2
+    assert table.index[0] == "signal"
