@@ -199,12 +199,13 @@ class WeightedEnsemble(BaseEstimator):
         labels = np.asarray(self.classes)[np.argmax(self.predict_proba(X), axis=1)]
         return labels
 
-    def score(self, X, y):
+    def score(self, X, y, sample_weight=None):
         """sklearn's default score (accuracy, or R2 for regression), as evaluators expect."""
         from sklearn.metrics import accuracy_score, r2_score
 
         predicted = self.predict(X)
-        return r2_score(y, predicted) if self.classes is None else accuracy_score(y, predicted)
+        metric = r2_score if self.classes is None else accuracy_score
+        return metric(y, predicted, sample_weight=sample_weight)
 
 
 class InnerValidationEarlyStopping(BaseEstimator):
