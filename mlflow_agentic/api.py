@@ -54,6 +54,7 @@ def search(
     experiment: str | None = None,
     register_name: str | None = None,
     register: bool = True,
+    diagnostics: bool = True,
     tracking_uri: str | None = None,
     llm=None,
     candidates: str | None = None,
@@ -72,7 +73,8 @@ def search(
     and ``patience`` (default 8 and 3, off with a ``time_budget`` in seconds for the whole call).
     ``selection``: ``best`` (top CV score) or ``one-se`` (the cheapest trainer within one
     standard error of it). ``split``: a ``SplitOptions`` (time/group column, holdout fraction,
-    post-outcome columns).
+    post-outcome columns). ``diagnostics``: the selected model's holdout diagnostics (MLflow's
+    evaluator, predictions, permutation importance) on its run (~10 s on churn).
     The result carries the run, the briefing, the holdout report, and where MLflow has it
     (``run_id``, ``model_uri``, ``model_version``). ``say`` gets notes (how the file was read,
     tracking retries, stale runs); default: warnings.
@@ -111,7 +113,8 @@ def search(
     check_store(tracking_uri)  # a store we cannot use is the user's to fix: before sealing
     if tracker is None:
         tracker = MlflowTracker(experiment=experiment, register_name=register_name,
-                                register=register, tracking_uri=tracking_uri, say=say)
+                                register=register, tracking_uri=tracking_uri, say=say,
+                                diagnostics=diagnostics)
     result = run_search(dataset, make, settings, split=split,
                         keep_flagged_columns=keep_flagged_columns, tracker=tracker,
                         observers=observers, started=started)

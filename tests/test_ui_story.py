@@ -242,3 +242,21 @@ def test_permutation_importance_finds_the_column_the_model_reads():
     assert table.loc["noise", "importance_mean"] == 0.0  # shuffling it changes nothing
     assert table.loc["signal", "importance_mean"] > 0.2
     assert table.index[0] == "signal"
+
+
+def test_without_diagnostics_the_model_is_still_on_the_selected_run(tmp_path):
+    from tests.conftest import scripted_frame
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    try:
+        result = search(scripted_frame(n=300), proposer="sequence", trainers=["linear"],
+                        cv=3, ensemble=False, tracking_uri=uri, register_name="quick",
+                        diagnostics=False, say=lambda line: None)
+    finally:
+        mlflow.set_tracking_uri(None)
+    client = mlflow.MlflowClient(tracking_uri=uri, registry_uri=uri)
+    selected = client.get_run(client.get_run(result.run_id).data.tags["selected_run_id"])
+    assert not [k for k in selected.data.tags if k.startswith("diagnostics.")]
+    assert not [m for m in selected.data.metrics if m.startswith("holdout_") and
+                m != "holdout_roc_auc"]
+    assert client.get_model_version("quick", "1").run_id == selected.info.run_id

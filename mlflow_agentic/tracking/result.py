@@ -49,7 +49,8 @@ def gap_words(metric: str, cv: float, gap: float) -> str:
 
 def record_result(rec, run: EngineeringRun, report=None, holdout=None, *, register: bool = True,
                   register_name: str | None = None, alias: str = models.DEFAULT_ALIAS,
-                  log_model: bool = True, deadline: float | None = None) -> Registration:
+                  log_model: bool = True, deadline: float | None = None,
+                  diagnostics: bool = True) -> Registration:
     """Record ``run`` (and its holdout ``report`` and sealed ``holdout`` rows) on the search
     run of ``rec`` (an ``AttemptRecorder``), log and register the model, end the run."""
     from mlflow_agentic.tracking.profile import profile_html
@@ -87,7 +88,8 @@ def record_result(rec, run: EngineeringRun, report=None, holdout=None, *, regist
     if run.model is not None and not log_model:
         note.append("Model not logged (a comparison run: evidence about the proposer).")
     elif run.model is not None:
-        outcome = _log_on_selected(rec, run, report, holdout, deadline)
+        outcome = _log_on_selected(rec, run, report, holdout if diagnostics else None,
+                                   deadline)
         if register and report is not None:
             outcome = _register(rec, run, best, report, outcome, register_name, alias)
             version = outcome.model_version
