@@ -62,26 +62,26 @@ def main(ui: str, out: Path, store: str = "sqlite:///mlflow.db") -> None:
         # sorted by a metric the table is flat: the search run sits beside its attempts,
         # comparable because both use the same names (cv_roc_auc, holdout_roc_auc, gap)
         page.screenshot(path=str(out / "runs_table.png"))
-        page.goto(f"{ui}/#/experiments/{exp.experiment_id}/runs/{selected}")
-        time.sleep(5)
-        page.screenshot(path=str(out / "selected_attempt.png"), full_page=True)
-        page.goto(f"{ui}/#/experiments/{exp.experiment_id}/runs/{selected}/artifacts")
-        time.sleep(4)
-        page.get_by_text("holdout_roc_curve_plot.png", exact=True).click()
-        time.sleep(3)
-        page.screenshot(path=str(out / "selected_attempt_roc.png"))
-        page.get_by_text("explanations", exact=True).click()
-        time.sleep(1)
-        page.get_by_text("permutation_importance.png", exact=True).click()
-        time.sleep(3)
-        page.screenshot(path=str(out / "selected_attempt_importance.png"))
-        page.goto(f"{ui}/#/experiments/{exp.experiment_id}/runs/{parent.info.run_id}")
-        time.sleep(5)
-        page.screenshot(path=str(out / "search_run.png"), full_page=True)
-        page.goto(f"{ui}/#/models/{name}/versions/{version}")
-        time.sleep(5)
-        page.screenshot(path=str(out / "model_version.png"), full_page=True)
+        runs = f"{ui}/#/experiments/{exp.experiment_id}/runs"
+        page_shot(page, f"{runs}/{selected}", out / "selected_attempt.png")
+        page_shot(page, f"{runs}/{selected}/artifacts", out / "selected_attempt_roc.png",
+                  clicks=["holdout_roc_curve_plot.png"])
+        page_shot(page, None, out / "selected_attempt_importance.png",
+                  clicks=["explanations", "permutation_importance.png"])
+        page_shot(page, f"{runs}/{parent.info.run_id}", out / "search_run.png")
+        page_shot(page, f"{ui}/#/models/{name}/versions/{version}", out / "model_version.png")
         browser.close()
+
+
+def page_shot(page, url: str | None, path: Path, clicks=()) -> None:
+    """Open ``url`` (None: stay), click the named items in turn, then take the screenshot."""
+    if url is not None:
+        page.goto(url)
+        time.sleep(5)
+    for text in clicks:
+        page.get_by_text(text, exact=True).click()
+        time.sleep(2)
+    page.screenshot(path=str(path), full_page=not clicks)
 
 
 if __name__ == "__main__":

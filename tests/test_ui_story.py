@@ -36,6 +36,15 @@ class Story:
     def artifacts(self, run, path=None) -> list[str]:
         return [a.path for a in self.client.list_artifacts(run.info.run_id, path)]
 
+    def challenger(self):
+        """The registered ``@challenger`` as a user loads it (the registry resolves the logged
+        model through the global tracking URI)."""
+        mlflow.set_tracking_uri(self.uri)
+        try:
+            return mlflow.pyfunc.load_model(f"models:/{NAME}@challenger")
+        finally:
+            mlflow.set_tracking_uri(None)
+
     def table(self, run, name) -> pd.DataFrame:
         """A ``log_table`` artifact, as the UI's table view reads it (``load_table`` searches
         the runs through the global tracking URI)."""
@@ -134,11 +143,7 @@ def test_metadata_agrees_with_itself(story):
 
 
 def test_the_model_does_not_require_the_excluded_id_column(story, churn_frame):
-    mlflow.set_tracking_uri(story.uri)
-    try:
-        model = mlflow.pyfunc.load_model(f"models:/{NAME}@challenger")
-    finally:
-        mlflow.set_tracking_uri(None)
+    model = story.challenger()
     spec = {c.name: c.required for c in model.metadata.get_input_schema().inputs}
     assert spec["customerID"] is False and spec["tenure"] is True
     rows = churn_frame.drop(columns=["Churn"]).head(20)
@@ -146,11 +151,7 @@ def test_the_model_does_not_require_the_excluded_id_column(story, churn_frame):
 
 
 def test_probabilities_are_an_option_of_the_served_pyfunc(story, churn_frame):
-    mlflow.set_tracking_uri(story.uri)
-    try:
-        model = mlflow.pyfunc.load_model(f"models:/{NAME}@challenger")
-    finally:
-        mlflow.set_tracking_uri(None)
+    model = story.challenger()
     rows = churn_frame.drop(columns=["Churn"]).head(25)
     labels = model.predict(rows)
     both = model.predict(rows, params={"output": "probabilities"})
