@@ -26,7 +26,7 @@ from mlflow_agentic.engine.observer import SearchContext, SearchObserver
 from mlflow_agentic.engine.parallel import WorkerPool, resolve_n_jobs
 from mlflow_agentic.engine.protocol import CandidateProposer, proposer_name
 from mlflow_agentic.engine.refit import ENSEMBLE, refit
-from mlflow_agentic.engine.selection import select, standard_error, ties
+from mlflow_agentic.engine.selection import select, ties
 from mlflow_agentic.engine.settings import SearchSettings
 from mlflow_agentic.engine.types import (
     AttemptRecord,
@@ -178,7 +178,7 @@ class AgenticAutoML:
             greater_is_better=metric.greater_is_better, best_attempt=best,
             stop=stop_reason, dataset_name=dataset.name, task=dataset.task,
             refit_seconds=refit_seconds, selection=s.selection, top_attempt=top,
-            ties=tuple(ties(history, top)), tie_window=standard_error(top) if top else math.nan,
+            ties=tuple(ties(history, top)),
         )
 
     def _propose(self, ctx, history, iterations: int, patience_left: int | None
@@ -282,8 +282,8 @@ class AgenticAutoML:
     # ---- after the loop ---------------------------------------------------------------------
     def _try_ensemble(self, ctx: SearchContext, history: list[AttemptRecord], best):
         """A greedy ensemble of the best verified attempts, as one more (verified) candidate."""
-        pool = sorted((a for a in history if a.verdict.valid and not a.verdict.quarantined
-                       and a.index in self._oof), key=lambda a: (-a.utility, a.index))
+        pool = sorted((a for a in history if a.selectable and a.index in self._oof),
+                      key=lambda a: (-a.utility, a.index))
         pool = pool[:MAX_MEMBERS]
         ds = ctx.dataset
         started = time.perf_counter()

@@ -21,7 +21,7 @@ def fit_pipeline(pipeline, X, y):
 def refit(history, best, dataset, pool: WorkerPool, random_state: int = 0):
     """``(model, seconds, record)``: the best verified attempt refit on all rows; if that fails,
     the next best (an ensemble falls back to the best single attempt)."""
-    ranked = sorted((a for a in history if a.verdict.valid and not a.verdict.quarantined),
+    ranked = sorted((a for a in history if a.selectable),
                     key=lambda a: (-a.utility, a.index))
     if best is not None and best in ranked:
         ranked.remove(best)

@@ -1,10 +1,11 @@
 """Which verified attempt is selected, and which others it cannot be told apart from.
 
-Two CV scores closer than the top attempt's standard error (its fold scores' standard deviation
-over the square root of the fold count) are a tie on these folds. ``best`` selects the top CV
-score all the same; ``one-se``, the one-standard-error rule (Breiman et al. 1984; Hastie,
-Tibshirani and Friedman, ESL 7.10), selects the cheapest trainer within one standard error of
-the top, which usually generalises as well and costs less to fit and serve.
+Two CV scores closer than the top attempt's standard error (``AttemptRecord.standard_error``:
+its fold scores' standard deviation over the square root of the fold count) are a tie on these
+folds. ``best`` selects the top CV score all the same; ``one-se``, the one-standard-error rule
+(Breiman et al. 1984; Hastie, Tibshirani and Friedman, ESL 7.10), selects the cheapest trainer
+within one standard error of the top, which usually generalises as well and costs less to fit
+and serve.
 """
 
 from __future__ import annotations
@@ -12,28 +13,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-import numpy as np
-
 from mlflow_agentic.engine.settings import SELECTION_RULES
 from mlflow_agentic.engine.types import AttemptRecord
 
-__all__ = ["SELECTION_RULES", "fit_cost", "select", "standard_error", "ties"]
+__all__ = ["SELECTION_RULES", "fit_cost", "select", "ties"]
 DEFAULT_COST = 2
 """A trainer's relative fit cost when the registry does not know it (1 cheap .. 3 expensive)."""
-
-
-def standard_error(record: AttemptRecord) -> float:
-    """Standard error of the mean CV score (sample std of the folds / sqrt(folds))."""
-    folds = [s for s in record.fold_scores if math.isfinite(s)]
-    if len(folds) < 2:
-        return float("nan")
-    return float(np.std(folds, ddof=1) / math.sqrt(len(folds)))
-
-
-def eligible(record: AttemptRecord) -> bool:
-    """Verified, not quarantined, with a finite CV score: may be selected."""
-    return (record.verdict.valid and not record.verdict.quarantined and not record.failed
-            and record.pruned is None and math.isfinite(record.score))
 
 
 def ties(history: Sequence[AttemptRecord], top: AttemptRecord | None) -> list[AttemptRecord]:
@@ -41,10 +26,10 @@ def ties(history: Sequence[AttemptRecord], top: AttemptRecord | None) -> list[At
     first. Empty when ``top`` has no standard error (fewer than two folds)."""
     if top is None:
         return []
-    window = standard_error(top)
+    window = top.standard_error
     if not math.isfinite(window):
         return []
-    close = [a for a in history if a is not top and eligible(a)
+    close = [a for a in history if a is not top and a.selectable and math.isfinite(a.score)
              and top.utility - a.utility <= window]
     return sorted(close, key=lambda a: (-a.utility, a.index))
 

@@ -97,6 +97,21 @@ class AttemptRecord:
         return self.score if self.greater_is_better else -self.score
 
     @property
+    def selectable(self) -> bool:
+        """Verified and not quarantined: may be selected, refit and registered."""
+        return self.verdict.valid and not self.verdict.quarantined
+
+    @property
+    def standard_error(self) -> float:
+        """Standard error of the mean CV score: sample std of the folds / sqrt(folds)."""
+        folds = [s for s in self.fold_scores if math.isfinite(s)]
+        if len(folds) < 2:
+            return float("nan")
+        mean = sum(folds) / len(folds)
+        variance = sum((s - mean) ** 2 for s in folds) / (len(folds) - 1)
+        return math.sqrt(variance / len(folds))
+
+    @property
     def status(self) -> str:
         if self.failed:
             return "failed"
@@ -133,8 +148,11 @@ class EngineeringRun:
     """The verified attempt with the top CV score (``best_attempt`` under ``best``)."""
     ties: tuple[AttemptRecord, ...] = ()
     """Other verified attempts within one standard error of the top CV score."""
-    tie_window: float = float("nan")
-    """That standard error."""
+
+    @property
+    def tie_window(self) -> float:
+        """The top attempt's standard error: scores closer than this are a tie."""
+        return self.top_attempt.standard_error if self.top_attempt else float("nan")
 
     @property
     def stop_reason(self) -> str:
