@@ -46,20 +46,29 @@ class HoldoutReport:
         if self.selected is None:
             return f"holdout ({self.n_rows} rows, {self.scheme}): no selected model"
         s = self.selected
-        first, second = (("CV", "holdout") if METRICS[self.metric].greater_is_better
-                         else ("holdout", "CV"))
-        sign = (" (self-deceived: CV flattered the model)" if s.self_deceived else
-                f" ({first} - {second}: " + ("CV was optimistic, within the limit)" if s.gap > 0
-                                             else "the holdout scored at least as well)"))
         return (f"holdout ({self.n_rows} rows, {self.scheme}): selected {s.trainer} "
-                f"{self.metric} CV {s.cv:.4f} vs holdout {s.holdout:.4f}, gap {s.gap:+.4f}"
-                + sign)
+                f"{self.metric} CV {s.cv:.4f} vs holdout {s.holdout:.4f}, "
+                f"{explain_gap(self.metric, s.cv, s.gap)}")
 
 
 def gap_limit(metric_name: str, cv: float, threshold: float = SELF_DECEPTION_GAP) -> float:
     """The largest acceptable gap: ``threshold`` for bounded metrics, a share of |CV| else."""
     metric = METRICS.get(metric_name)
     return threshold if metric is None or metric.bounded else threshold * abs(cv)
+
+
+def explain_gap(metric_name: str, cv: float, gap: float) -> str:
+    """The gap with its sign explained, for people (the CLI, descriptions, notes)."""
+    limit = gap_limit(metric_name, cv)
+    what = ("CV minus holdout" if METRICS[metric_name].greater_is_better
+            else "holdout minus CV")
+    if gap > limit:
+        verdict = f"above the {limit:.4f} limit, so CV flattered this model (self-deceived)"
+    elif gap > 0:
+        verdict = f"positive but within the {limit:.4f} limit: CV was slightly optimistic"
+    else:
+        verdict = "zero or negative: the sealed holdout scored at least as well as CV"
+    return f"gap {gap:+.4f} ({what}; {verdict})"
 
 
 def gap_of(metric_name: str, cv: float, holdout: float) -> tuple[float, bool]:

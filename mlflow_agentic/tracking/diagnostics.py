@@ -8,7 +8,6 @@ predictions are a table. A diagnostic that fails is recorded as a tag, never fat
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import tempfile
 import time
@@ -24,6 +23,7 @@ from mlflow.pyfunc import PyFuncModel
 
 from mlflow_agentic.engine.folds import model_output, score_output
 from mlflow_agentic.metrics import METRICS
+from mlflow_agentic.tracking.models import quiet_loggers
 
 IMPORTANCE_REPEATS = 3
 IMPORTANCE_ROWS = 5000
@@ -63,11 +63,8 @@ def log_diagnostics(rec, model, train, holdout, metric: str, model_id: str | Non
     tags: dict[str, str] = {}
     hd = holdout.dataset
     started = time.perf_counter()
-    try:  # one prediction of every holdout row: also the unit of cost of what follows
-        rec.call("logging holdout predictions", _log_predictions, model, hd, train)
-        tags["diagnostics.predictions"] = f"logged in {time.perf_counter() - started:.1f}s"
-    except Exception as exc:  # recorded, never fatal
-        tags["diagnostics.predictions"] = f"failed: {type(exc).__name__}: {exc}"[:500]
+    # one prediction of every holdout row: also the unit of cost of what follows
+    _record(rec, tags, "predictions", started, _log_predictions, model, hd, train)
     predict = time.perf_counter() - started
     estimates = {"evaluate": EVALUATE_SECONDS + 2 * predict,
                  "importance": predict * importance_rows(hd, train) / max(hd.n_rows, 1)}
@@ -107,23 +104,12 @@ def _evaluate(model, hd, train, model_id: str | None) -> None:
     data = mlflow.data.from_pandas(hd.frame, targets=hd.target, name="holdout")
     view = PyFuncModel(Model(flavors={"python_function": {"loader_module": "mlflow.sklearn"}}),
                        _SklearnView(model))
-    with warnings.catch_warnings(), _quiet("mlflow"):
+    # the evaluator's INFO lines (active model set, label inference) are not for our users
+    with warnings.catch_warnings(), quiet_loggers("mlflow", level=logging.WARNING):
         warnings.simplefilter("ignore")
         mlflow.models.evaluate(view, data, model_type="classifier" if classifier else "regressor",
                                evaluators=["default"], evaluator_config={"default": config},
                                model_id=model_id)
-
-
-@contextlib.contextmanager
-def _quiet(name: str):
-    """The evaluator's INFO lines (active model set, label inference) are not for users."""
-    logger = logging.getLogger(name)
-    level = logger.level
-    logger.setLevel(logging.WARNING)
-    try:
-        yield
-    finally:
-        logger.setLevel(level)
 
 
 def _log_predictions(model, hd, train) -> None:

@@ -38,8 +38,6 @@ def leaderboard_frame(rec, run: EngineeringRun, report=None) -> pd.DataFrame:
 
 
 def log_leaderboard(rec, run: EngineeringRun, report=None) -> None:
-    import mlflow
-
     frame = leaderboard_frame(rec, run, report)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "leaderboard.csv"
@@ -49,8 +47,7 @@ def log_leaderboard(rec, run: EngineeringRun, report=None) -> None:
         rec.client.log_artifact(rec.parent_run_id, str(path))
         rec.client.log_artifact(rec.parent_run_id, str(summary))
     if len(frame):
-        rec.call("logging the leaderboard table", mlflow.log_table, frame, "leaderboard.json",
-                 run_id=rec.parent_run_id)
+        rec.client.log_table(rec.parent_run_id, frame, "leaderboard.json")
 
 
 def _holdout_columns(metric: str, attempt: AttemptRecord, report) -> dict:

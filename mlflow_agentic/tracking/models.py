@@ -46,19 +46,18 @@ def _pickle_by_value():
 
 
 @contextlib.contextmanager
-def _quiet_cloudpickle_warning():
-    """cloudpickle is chosen on purpose (the pickle embeds our two small modules, so serving
-    needs no package of ours); don't warn about it, nor log the input-example check."""
-    loggers = [logging.getLogger(name) for name in ("mlflow.sklearn", "mlflow.pyfunc",
-                                                     "mlflow.models.model")]
+def quiet_loggers(*names: str, level: int = logging.ERROR):
+    """MLflow's loggers ``names`` at ``level`` for the block: notes meant for MLflow's own
+    users (cloudpickle chosen on purpose, an input-example check, the evaluator's INFO)."""
+    loggers = [logging.getLogger(name) for name in names]
     levels = [logger.level for logger in loggers]
     for logger in loggers:
-        logger.setLevel(logging.ERROR)
+        logger.setLevel(level)
     try:
         yield
     finally:
-        for logger, level in zip(loggers, levels, strict=True):
-            logger.setLevel(level)
+        for logger, previous in zip(loggers, levels, strict=True):
+            logger.setLevel(previous)
 
 
 SCHEMA_SAMPLE_ROWS = 200
@@ -82,7 +81,10 @@ def log_model(model, dataset, requirements: tuple[str, ...] = (), name: str = "m
     ``ModelInfo``."""
     X = schema_sample(dataset.X)  # raw columns as in the file: the pipeline does the rest
     classes = list(dataset.classes) if dataset.task != "regression" else None
-    with _pickle_by_value(), _quiet_cloudpickle_warning(), warnings.catch_warnings():
+    # cloudpickle is chosen on purpose (the pickle embeds our two small modules, so serving
+    # needs no package of ours): no warning about it, nor a log line for the example check
+    with _pickle_by_value(), quiet_loggers("mlflow.pyfunc", "mlflow.models.model"), \
+            warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Hint: Inferred schema contains integer")
         warnings.filterwarnings("ignore", message=".*type hint.*")
         signature = serving_signature(

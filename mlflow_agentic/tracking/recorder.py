@@ -95,11 +95,13 @@ class AttemptRecorder(SearchObserver):
         self._retrying: Retrying | None = None
         self._ended: list[int] = []
         self.dataset_input = None
+        """The training rows as an MLflow dataset (logged again on the selected attempt)."""
 
     # ---- search -----------------------------------------------------------------------------
     def on_search_start(self, context: SearchContext) -> None:
         self.context = context
         ds, metric = context.dataset, context.metric
+        excluded = ",".join(ds.excluded_columns) or "none"
         if self.tracking_uri:
             mlflow.set_tracking_uri(self.tracking_uri)
             mlflow.tracing.reset()  # traces follow the new store
@@ -132,12 +134,11 @@ class AttemptRecorder(SearchObserver):
                   "cv_folds": context.n_splits, "cv_scheme": context.cv_scheme,
                   "seed": context.random_state,
                   "task": ds.task, "target": ds.target, "n_rows": ds.n_rows,
-                  "n_features": len(ds.feature_columns),
-                  "excluded_columns": ",".join(ds.excluded_columns) or "none",
+                  "n_features": len(ds.feature_columns), "excluded_columns": excluded,
                   **{k: v for k, v in context.settings.items()}}
         metrics = {f"baseline_{metric.name}": context.baseline_score}
         tags.update({"cv_scheme": context.cv_scheme, "cv_scheme.reason": context.cv_reason,
-                     "excluded_columns": ",".join(ds.excluded_columns) or "none"})
+                     "excluded_columns": excluded})
         tags.update({f"excluded.{c}": why for c, why in ds.excluded_columns.items()})
         # Under `mlflow run` the project's parameters are already logged (params are immutable):
         # a resolved value that differs from a given one goes under `resolved.<name>`.
@@ -154,7 +155,6 @@ class AttemptRecorder(SearchObserver):
             source.__dict__["schema"] = infer_signature(models.schema_sample(ds.frame)).inputs
             self.call("logging the dataset", mlflow.log_input, source, context="training")
         self.dataset_input = source
-        """The training rows as an MLflow dataset (logged again on the selected attempt)."""
         self.call("logging columns.json", mlflow.log_dict,
                    {c: vars(i) for c, i in ds.columns.items()}, "columns.json")
         if context.briefing is not None:
@@ -238,7 +238,6 @@ class AttemptRecorder(SearchObserver):
         params = {"trainer": record.candidate.trainer, **record.params}
         status = record.status
         tags = {
-            "mlflow.runName": f"{record.index:02d}-{record.candidate.trainer}",
             "trainer": record.candidate.trainer, "verdict": status,
             "verdict.valid": str(record.verdict.valid).lower(),
             "verdict.reason": record.verdict.reason, "proposer": record.proposer,

@@ -17,7 +17,7 @@ from typing import Any
 
 from mlflow_agentic import evidence as ev
 from mlflow_agentic.engine.types import AttemptRecord, EngineeringRun
-from mlflow_agentic.scoring.holdout import gap_limit
+from mlflow_agentic.scoring.holdout import explain_gap
 from mlflow_agentic.tracking import models
 from mlflow_agentic.tracking.leaderboard import log_leaderboard
 from mlflow_agentic.trainers.registry import model_requirements
@@ -30,21 +30,6 @@ class Registration:
     model_uri: str | None = None
     model_version: Any = None
     alias_note: str = ""
-
-
-def gap_words(metric: str, cv: float, gap: float) -> str:
-    """The gap with its sign explained, for people."""
-    from mlflow_agentic.metrics import METRICS
-
-    limit = gap_limit(metric, cv)
-    what = "CV minus holdout" if METRICS[metric].greater_is_better else "holdout minus CV"
-    if gap > limit:
-        verdict = f"above the {limit:.4f} limit, so CV flattered this model (self-deceived)"
-    elif gap > 0:
-        verdict = f"positive but within the {limit:.4f} limit: CV was slightly optimistic"
-    else:
-        verdict = "zero or negative: the sealed holdout scored at least as well as CV"
-    return f"gap {gap:+.4f} ({what}; {verdict})"
 
 
 def record_result(rec, run: EngineeringRun, report=None, holdout=None, *, register: bool = True,
@@ -77,11 +62,10 @@ def record_result(rec, run: EngineeringRun, report=None, holdout=None, *, regist
             metrics[ev.GAP] = s.gap
             tags[ev.SELF_DECEIVED] = str(s.self_deceived).lower()
             note.append(f"Selected model on the sealed holdout ({report.n_rows} rows): {m} "
-                        f"{s.holdout:.4f}; {gap_words(m, s.cv, s.gap)}.")
+                        f"{s.holdout:.4f}; {explain_gap(m, s.cv, s.gap)}.")
         tags["holdout"] = f"{report.n_rows} rows, {report.scheme}, digest {report.digest}"
     log_leaderboard(rec, run, report)
-    rec.call("logging data_profile.html", _log_text, rec, profile_html(rec.context.dataset),
-             "data_profile.html")
+    rec.client.log_text(rec.parent_run_id, profile_html(rec.context.dataset), "data_profile.html")
     if rec.llm_exchanges:
         metrics.update(_llm_totals(rec.llm_exchanges))
         _write_llm_exchanges(rec)
@@ -142,7 +126,7 @@ def _selected_note(run: EngineeringRun, report) -> str:
              f"{len(best.fold_scores)} folds{run.tie_note()}."]
     s = report.selected if report is not None else None
     if s is not None and s.error is None:
-        lines.append(f"Sealed holdout {m} {s.holdout:.4f}; {gap_words(m, s.cv, s.gap)}.")
+        lines.append(f"Sealed holdout {m} {s.holdout:.4f}; {explain_gap(m, s.cv, s.gap)}.")
     lines += ["", f"Rationale: {best.candidate.rationale or '-'}", "",
               "Artifacts: `model` (served with labels, or with `params: {\"output\": "
               "\"probabilities\"}`), holdout plots and metrics (`holdout_*`), "
@@ -192,7 +176,7 @@ def _version_description(rec, run: EngineeringRun, report) -> str:
     s = report.selected
     if s is not None and s.error is None:
         lines.append(f"- Sealed holdout ({report.n_rows} rows, sealed before any proposer "
-                     f"existed): {m} {s.holdout:.4f}; {gap_words(m, s.cv, s.gap)}.")
+                     f"existed): {m} {s.holdout:.4f}; {explain_gap(m, s.cv, s.gap)}.")
     if run.ties:
         lines.append(f"- Ties: {run.tie_note().lstrip('; ')}.")
     lines += [f"- Features: {len(ctx.dataset.feature_columns)}; excluded: "
@@ -239,10 +223,6 @@ def _log_holdout_rows(rec, holdout) -> None:
         path = Path(tmp) / name
         holdout.dataset.frame.to_csv(path, index=False)
         rec.client.log_artifact(rec.parent_run_id, str(path), folder)
-
-
-def _log_text(rec, text: str, name: str) -> None:
-    rec.client.log_text(rec.parent_run_id, text, name)
 
 
 def _llm_totals(exchanges: list) -> dict[str, float]:
