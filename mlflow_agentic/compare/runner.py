@@ -71,6 +71,7 @@ class CompareOptions:
     llm: LLMOptions = field(default_factory=LLMOptions)
     llm_replay: str | None = None
     """A previous comparison id: the LLM arms replay its recorded answers, seed by seed."""
+
     def __post_init__(self) -> None:
         self.proposers = list(dict.fromkeys(self.proposers))
         unknown = [p for p in self.proposers if p not in PROPOSERS]
@@ -283,7 +284,6 @@ def _keep(directory: Path, output, name: str) -> None:
     """Copy the report files to ``--output`` (``output/<name>/``) when asked."""
     if not output:
         return
-
     shutil.copytree(directory, Path(output) / name, dirs_exist_ok=True)
 
 
