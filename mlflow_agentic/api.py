@@ -60,6 +60,7 @@ def search(
     candidates: str | None = None,
     optuna_storage: str | None = None,
     encoding: str | None = None,
+    resume: str | None = None,
     observers: Sequence = (),
     tracker=None,
     started: float | None = None,
@@ -77,7 +78,9 @@ def search(
     evaluator, predictions, permutation importance) on its run (~10 s on churn).
     The result carries the run, the briefing, the holdout report, and where MLflow has it
     (``run_id``, ``model_uri``, ``model_version``). ``say`` gets notes (how the file was read,
-    tracking retries, stale runs); default: warnings.
+    tracking retries, stale runs); default: warnings. ``resume``: the run id of a killed
+    search to continue with the same data and settings: its finished attempts are read back
+    from MLflow and not run again (``tracking.resume``).
     """
     started = time.perf_counter() if started is None else started
     settings = SearchSettings.budgeted(  # every setting, validated here once
@@ -110,20 +113,43 @@ def search(
             return build_proposer(proposer, seed=seed, trainers=allowed, dataset=dataset,
                                   optuna_storage=optuna_storage, llm=llm)
 
-    check_store(tracking_uri)  # a store we cannot use is the user's to fix: before sealing
+    uri = check_store(tracking_uri)  # a store we cannot use is the user's to fix: first
     if tracker is None:
         tracker = MlflowTracker(experiment=experiment, register_name=register_name,
                                 register=register, tracking_uri=tracking_uri, say=say,
                                 diagnostics=diagnostics)
+    if resume:
+        tracker.resume = _resume_point(resume, uri, proposer)
     result = run_search(dataset, make, settings, split=split,
                         keep_flagged_columns=keep_flagged_columns, tracker=tracker,
-                        observers=observers, started=started)
+                        observers=observers, started=started,
+                        restored=tracker.resume.attempts if resume else None)
     result.run_id = tracker.parent_run_id
     result.model_uri = tracker.model_uri
     result.model_version = tracker.model_version
     result.alias = tracker.alias
     result.alias_note = tracker.alias_note
     return result
+
+
+def _resume_point(run_id: str, uri: str, proposer):
+    """The killed search ``run_id``, read back; refused before anything is sealed or logged."""
+    import os
+
+    import mlflow
+
+    from mlflow_agentic.tracking.resume import load_resume_point
+
+    if os.environ.get("MLFLOW_RUN_ID"):
+        raise UserInputError("--resume continues the search in its own run, which `mlflow run` "
+                             "cannot reopen; resume with mlflow-agentic run ... --resume "
+                             f"{run_id}")
+    point = load_resume_point(mlflow.MlflowClient(tracking_uri=uri), run_id)
+    if "llm" in (proposer, point.recorded("proposer")):
+        raise UserInputError(
+            f"search run {run_id} cannot be resumed: an LLM search is not resumable yet (its "
+            "answers would differ from the recorded ones); start a new search")
+    return point
 
 
 def _warn(line: str) -> None:

@@ -98,6 +98,7 @@ def run_search(
     tracker=None,
     observers: Sequence[SearchObserver] = (),
     started: float | None = None,
+    restored=None,
     **changes,
 ) -> SearchResult:
     """Seal, brief, search, score, register. ``make_proposer`` is called after the holdout is
@@ -105,7 +106,8 @@ def run_search(
 
     ``settings`` (or its field names as keywords). Its ``time_budget`` covers the whole job
     from ``started`` (a ``time.perf_counter()`` value; default: now): sealing, the search, the
-    refit, holdout scoring and registration.
+    refit, holdout scoring and registration. ``restored``: a killed search's finished attempts
+    by index (``engine.restore``), to resume it.
     """
     started = time.perf_counter() if started is None else started
     settings = SearchSettings.of(settings, **changes)
@@ -116,7 +118,7 @@ def run_search(
     finish_by = (None if settings.time_budget is None
                  else started + settings.time_budget - REGISTER_SECONDS)
     return search_sealed(task, make_proposer, loop, verifier=verifier, tracker=tracker,
-                         observers=observers, finish_by=finish_by)
+                         observers=observers, finish_by=finish_by, restored=restored)
 
 
 def loop_budget(total: float | None, started: float, tracked: bool) -> float | None:
@@ -138,6 +140,7 @@ def search_sealed(
     tracker=None,
     observers: Sequence[SearchObserver] = (),
     finish_by: float | None = None,
+    restored=None,
     **changes,
 ) -> SearchResult:
     """Search the training rows of ``task``, score every attempt on its holdout, register.
@@ -155,7 +158,8 @@ def search_sealed(
         all_observers.insert(0, tracker)
     automl = AgenticAutoML(make_proposer(), settings.replace(cv_scheme=briefing.cv_scheme),
                            verifier=verifier, observers=all_observers, briefing=briefing,
-                           extra_X=task.holdout.dataset.X)  # features only: labels stay here
+                           extra_X=task.holdout.dataset.X,  # features only: labels stay here
+                           restored=restored)
     run = automl.solve(briefing.dataset)
     try:
         report = score_on_holdout(run, briefing.dataset, task.holdout, scorer)

@@ -84,7 +84,8 @@ class RichProgress(SearchObserver):
         self._progress.console.print(
             f"  {record.index:>3} {record.candidate.trainer:<24} {record.metric}={score:<18} "
             f"[{style}]{record.status:<8}[/] fit {record.fit_seconds:5.1f}s  "
-            f"[dim]{record.verdict.reason if not record.verdict.valid else ''}[/]")
+            f"[dim]{record.verdict.reason if not record.verdict.valid else ''}"
+            f"{' restored' if record.restored else ''}[/]")
         self._progress.advance(self._task)
         if self._ctx is not None and self._ctx.deadline is not None:
             self._progress.update(self._task, description="searching" + self._time_left())

@@ -84,6 +84,10 @@ from mlflow_agentic.proposers.factory import PROPOSERS, LLMOptions
 @click.option("--replay", callback=blank_to_none,
               help="Re-run an LLM search from its recorded answers (a run id or a "
                    "llm_exchanges.jsonl path): no network.")
+@click.option("--resume", callback=blank_to_none, metavar="RUN_ID",
+              help="Continue a search that was killed or interrupted (its search run id), "
+                   "with the same data and settings: finished attempts are read back from "
+                   "MLflow, not run again.")
 @split_options
 @encoding_option
 @click.option("--quiet", is_flag=True, help="No progress display; print the summary only.")
@@ -92,7 +96,7 @@ def run_command(data, target, proposer, trainers, max_iterations, patience, time
                 no_diagnostics, experiment, seed, candidates, optuna_storage, margin,
                 tracking_uri, time_column, group_column, holdout_fraction,
                 post_outcome_columns, cv_scheme, keep_flagged_columns, llm_model, llm_base_url,
-                max_cost_usd, replay, encoding, quiet) -> None:
+                max_cost_usd, replay, resume, encoding, quiet) -> None:
     """Search for a verified model on DATA and register the best in MLflow.
 
     The holdout is sealed first; the search sees only the training rows; every attempt is scored
@@ -111,10 +115,19 @@ def run_command(data, target, proposer, trainers, max_iterations, patience, time
         register_name=register_name, register=not no_register, tracking_uri=tracking_uri,
         diagnostics=not no_diagnostics,
         llm=llm, candidates=candidates, optuna_storage=optuna_storage, encoding=encoding,
-        started=started)
+        resume=resume, started=started)
     exit_on_user_error(
         lambda: _run(state, replay=replay, proposer=proposer, quiet=quiet, kwargs=settings),
-        kept=lambda: state["tracker"].recorded() if "tracker" in state else "")
+        kept=lambda: _kept(state.get("tracker")))
+
+
+def _kept(tracker) -> str:
+    """What the store holds of an interrupted search, and how to continue it."""
+    recorded = tracker.recorded() if tracker is not None else ""
+    if not recorded:
+        return ""
+    return (f"{recorded} (continue it: the same command with --resume "
+            f"{tracker.parent_run_id})")
 
 
 def _run(state: dict, *, replay, proposer, quiet, kwargs) -> None:

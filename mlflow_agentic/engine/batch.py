@@ -28,6 +28,8 @@ class Planned:
     params: dict = field(default_factory=dict)
     error: str | None = None
     traceback: str | None = None
+    restored: Outcome | None = None
+    """Its outcome, read back from a killed search being resumed: not run again."""
 
 
 @dataclass
@@ -45,6 +47,13 @@ class Outcome:
     """Out-of-fold output for every training row (complete candidates only)."""
     extra: np.ndarray | None = None
     """Mean output of the fold models on the extra rows (complete candidates only)."""
+    elapsed: float | None = None
+    """Set on a restored outcome: when it finished in the search that ran it."""
+
+    @property
+    def complete(self) -> bool:
+        """Every fold scored: neither failed nor pruned."""
+        return self.error is None and self.pruned is None and bool(self.fold_scores)
 
 
 class _State:
@@ -84,10 +93,13 @@ class BatchRunner:
         # every fold of every style this batch needs, in parallel, once per search; an error
         # is left to each candidate below, so it lands on that candidate's record
         with contextlib.suppress(Exception):
-            self.folds.prepare([p.trainer.preprocessing for p in batch if p.error is None],
-                               self.pool)
+            self.folds.prepare([p.trainer.preprocessing for p in batch
+                                if p.error is None and p.restored is None], self.pool)
         for i, plan in enumerate(batch):
             state = states[i]
+            if plan.restored is not None:
+                self._restore(state, plan.restored)
+                continue
             if plan.error is not None:
                 state.outcome.error, state.outcome.traceback = plan.error, plan.traceback
                 state.done = True
@@ -133,6 +145,18 @@ class BatchRunner:
         self._finish(states)
 
     # ---- per result -------------------------------------------------------------------------
+    def _restore(self, state: _State, outcome: Outcome) -> None:
+        """A finished attempt of a resumed search: its outcome as recorded, and the pruner told
+        what it saw then (the running mean at every fold but the last), so the attempts after
+        it are pruned exactly as in the search that was killed."""
+        state.outcome, state.done = outcome, True
+        if self.pruner is None or not outcome.complete:
+            return  # the pruner's threshold reads completed trials only
+        state.trial = self.pruner.trial()
+        for k in range(len(outcome.fold_scores) - 1):
+            running = self.metric.utility(float(np.mean(outcome.fold_scores[: k + 1])))
+            self.pruner.should_prune(state.trial, k, running)  # reports it; no decision taken
+
     def _take(self, state: _State, k: int, future) -> None:
         out = state.outcome
         try:
@@ -198,7 +222,8 @@ class BatchRunner:
     @staticmethod
     def _release(batch, states, released: int, started: float, on_done) -> int:
         while released < len(batch) and states[released].done:
-            states[released].outcome.seconds = time.perf_counter() - started
+            if batch[released].restored is None:
+                states[released].outcome.seconds = time.perf_counter() - started
             on_done(released, states[released].outcome)
             released += 1
         return released

@@ -13,7 +13,7 @@ import math
 import time
 import traceback
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -26,6 +26,7 @@ from mlflow_agentic.engine.observer import SearchContext, SearchObserver
 from mlflow_agentic.engine.parallel import WorkerPool, resolve_n_jobs
 from mlflow_agentic.engine.protocol import CandidateProposer, proposer_name
 from mlflow_agentic.engine.refit import ENSEMBLE, refit
+from mlflow_agentic.engine.restore import Restored
 from mlflow_agentic.engine.selection import select, ties
 from mlflow_agentic.engine.settings import SearchSettings
 from mlflow_agentic.engine.types import (
@@ -65,8 +66,9 @@ class AgenticAutoML:
     def __init__(self, proposer: CandidateProposer, settings: SearchSettings | None = None,
                  *, verifier: DeterministicVerifier | None = None,
                  observers: Iterable[SearchObserver] = (), briefing=None, extra_X=None,
-                 **changes) -> None:
-        """``settings`` (or its field names as keywords: ``max_iterations=4, cv=3``...)."""
+                 restored: Mapping[int, Restored] | None = None, **changes) -> None:
+        """``settings`` (or its field names as keywords: ``max_iterations=4, cv=3``...).
+        ``restored``: the finished attempts of a killed search, by index, to resume it."""
         self.proposer = proposer
         self.settings = SearchSettings.of(settings, **changes)
         self.verifier = verifier or DeterministicVerifier(self.settings.margin)
@@ -74,6 +76,7 @@ class AgenticAutoML:
         self.extra_X = extra_X
         self.observers = list(observers)
         self.briefing = briefing
+        self.restored = dict(restored or {})
         self._started = 0.0
         self._oof: dict[int, np.ndarray] = {}
         self._extras: dict[int, np.ndarray] = {}
@@ -213,7 +216,7 @@ class AgenticAutoML:
                    phase: str) -> list[AttemptRecord]:
         """Evaluate candidates together; each record is appended and announced in order."""
         first = len(history) + 1
-        plans = [self._plan(ctx, candidate) for candidate in candidates]
+        plans = [self._plan(ctx, candidate, first + k) for k, candidate in enumerate(candidates)]
         records: list[AttemptRecord] = []
 
         def started() -> None:
@@ -230,6 +233,8 @@ class AgenticAutoML:
                 self._note_refit_cost(record, outcome)
             if hasattr(self.proposer, "observe"):
                 self.proposer.observe(record)
+            if outcome.oof is not None and not record.restored:  # what a resume reads back
+                self._emit("on_attempt_outputs", record, outcome.oof, outcome.extra)
             self._notify("on_attempt_end", record)
             if outcome.extra is not None:
                 self._extras[record.index] = outcome.extra  # the ensemble blends these
@@ -238,18 +243,23 @@ class AgenticAutoML:
         self._runner.run(plans, self._deadline(), done, on_submitted=started)
         return records
 
-    def _plan(self, ctx: SearchContext, candidate) -> Planned:
+    def _plan(self, ctx: SearchContext, candidate, index: int) -> Planned:
         try:
             candidate = _check_candidate(candidate, ctx.trainers)
             trainer = get_trainer(candidate.trainer)
-            return Planned(candidate, trainer, trainer.resolve_params(ctx.dataset,
+            plan = Planned(candidate, trainer, trainer.resolve_params(ctx.dataset,
                                                                       candidate.params))
         except Exception as exc:  # recorded as data; the search goes on
             if not isinstance(candidate, SolutionCandidate):
                 candidate = SolutionCandidate(trainer=str(getattr(candidate, "trainer", "?")),
                                               params={}, rationale=repr(candidate)[:500])
-            return Planned(candidate, error=f"{type(exc).__name__}: {exc}",
+            plan = Planned(candidate, error=f"{type(exc).__name__}: {exc}",
                            traceback=traceback.format_exc())
+        restored = self.restored.get(index)
+        if restored is not None:  # finished before the search was killed: not run again
+            restored.check(index, plan)
+            plan.restored = restored.outcome
+        return plan
 
     def _record(self, ctx: SearchContext, index: int, plan: Planned, outcome: Outcome,
                 phase: str) -> AttemptRecord:
@@ -257,8 +267,9 @@ class AgenticAutoML:
         common = dict(candidate=plan.candidate, index=index, phase=phase, metric=metric.name,
                       greater_is_better=metric.greater_is_better, params=plan.params,
                       fit_seconds=outcome.fit_seconds, seconds=outcome.seconds,
-                      proposer=proposer_name(self.proposer),
-                      elapsed=time.perf_counter() - self._started)
+                      proposer=proposer_name(self.proposer), restored=plan.restored is not None,
+                      elapsed=(time.perf_counter() - self._started if outcome.elapsed is None
+                               else outcome.elapsed))
         scores = tuple(outcome.fold_scores)
         mean = float(np.mean(scores)) if scores else float("nan")
         if outcome.error is None and outcome.pruned is None and not math.isfinite(mean):
@@ -310,7 +321,8 @@ class AgenticAutoML:
             phase="ensemble", metric=ctx.metric.name,
             greater_is_better=ctx.metric.greater_is_better, params=dict(candidate.params),
             fold_scores=choice.fold_scores, score_std=choice.std, proposer="engine",
-            seconds=time.perf_counter() - started, elapsed=time.perf_counter() - self._started)
+            seconds=time.perf_counter() - started, elapsed=time.perf_counter() - self._started,
+            restored=index in self.restored)  # recomputed (deterministic), recorded once
         history.append(record)
         self._notify("on_attempt_end", record)
         if all(i in self._extras for i in choice.members):

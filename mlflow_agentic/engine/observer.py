@@ -53,6 +53,11 @@ class SearchObserver:
         """Optional: the mean output of the attempt's fold models on the search's ``extra_X``
         rows (the holdout scorer defines it)."""
 
+    def on_attempt_outputs(self, record: AttemptRecord, oof, extra) -> None:
+        """Optional: a complete attempt's out-of-fold output on the training rows and its fold
+        models' mean output on ``extra_X`` (None without it), before ``on_attempt_end``: what
+        resuming the search needs to not fit it again (the tracker records them)."""
+
     def on_search_end(self, run: EngineeringRun) -> None:
         """The best verified candidate is refit (``run.model``), or none was verified."""
 

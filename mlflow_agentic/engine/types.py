@@ -84,6 +84,8 @@ class AttemptRecord:
     (what a wall-time budget counts)."""
     pruned: str | None = None
     """Why the attempt stopped before its last fold (clearly behind, or the time budget)."""
+    restored: bool = False
+    """Read back from the killed search being resumed (recorded then, not run again)."""
 
     @property
     def failed(self) -> bool:

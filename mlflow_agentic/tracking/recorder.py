@@ -17,11 +17,13 @@ import mlflow
 from mlflow.entities import Metric, Param, RunTag
 from mlflow.models import infer_signature
 
+from mlflow_agentic.data.split import frame_digest
 from mlflow_agentic.engine.observer import SearchContext, SearchObserver
 from mlflow_agentic.engine.types import AttemptRecord, EngineeringRun, SolutionCandidate
 from mlflow_agentic.scoring.plot import trainer_colour
 from mlflow_agentic.tracking import context as run_context
 from mlflow_agentic.tracking import models
+from mlflow_agentic.tracking.resume import DIGEST_TAG, ResumePoint, save_outputs
 from mlflow_agentic.tracking.store import Retrying, RetryingClient
 
 TAG_MAX = 5000
@@ -60,6 +62,17 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
+def _dataset_source(ds):
+    """The training rows as an MLflow dataset (``mlflow.log_input``)."""
+    with warnings.catch_warnings():  # source resolution and int-schema hints: noise here
+        warnings.simplefilter("ignore", UserWarning)
+        source = mlflow.data.from_pandas(ds.frame, source=ds.source or "in-memory",
+                                         targets=ds.target, name=ds.name)
+        # `schema` is a cached property inferred from every value; settle it on a sample
+        source.__dict__["schema"] = infer_signature(models.schema_sample(ds.frame)).inputs
+    return source
+
+
 class AttemptRecorder(SearchObserver):
     """Records a search as it runs: the search run (parameters, dataset, briefing), one child
     run per attempt, one trace per LLM call; on an error, the runs under way end FAILED or
@@ -72,7 +85,7 @@ class AttemptRecorder(SearchObserver):
 
     def __init__(self, experiment: str | None = None, run_name: str | None = None,
                  tracking_uri: str | None = None, tags: dict[str, str] | None = None,
-                 say=None) -> None:
+                 say=None, resume: ResumePoint | None = None) -> None:
         self.experiment = experiment
         self.run_name = run_name
         self.tracking_uri = tracking_uri
@@ -96,20 +109,22 @@ class AttemptRecorder(SearchObserver):
         self._ended: list[int] = []
         self.dataset_input = None
         """The training rows as an MLflow dataset (logged again on the selected attempt)."""
+        self.resume = resume
+        """A killed search to continue (``--resume``): its run is reopened, its finished
+        attempts' runs are kept as they are."""
 
     # ---- search -----------------------------------------------------------------------------
     def on_search_start(self, context: SearchContext) -> None:
         self.context = context
         ds, metric = context.dataset, context.metric
-        excluded = ",".join(ds.excluded_columns) or "none"
-        if self.tracking_uri:
-            mlflow.set_tracking_uri(self.tracking_uri)
-            mlflow.tracing.reset()  # traces follow the new store
-        uri = mlflow.get_tracking_uri()
-        if uri.startswith(("http://", "https://")):  # our retries say what happens; MLflow's
-            os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")  # are silent
-        self._retrying = Retrying(uri, self.recorded, say=lambda line: self.say(line))
-        self.client = RetryingClient(mlflow.MlflowClient(), self._retrying)
+        self._connect()
+        params = self._search_params(context)
+        excluded = params["excluded_columns"]
+        digest = frame_digest(ds.frame)
+        if self.resume is not None:
+            self.resume.check(params, digest)  # before anything in the store changes
+            self._reopen(context)
+            return
         self.call("choosing the experiment", self._choose_experiment, ds)
         name = self.run_name or f"{ds.name}-{context.proposer_name}"
         # runs started from here on are ours: the run-context provider plugin tags them
@@ -125,17 +140,8 @@ class AttemptRecorder(SearchObserver):
         tags = {"mlflow.runName": name, "agentic.role": "search", "agentic.host":
                 socket.gethostname(), "agentic.pid": str(os.getpid()), "proposer":
                 context.proposer_name, "dataset": ds.name, "task": ds.task, "target": ds.target,
-                "metric": metric.name, "status": "running", **run_context.search_tags(),
-                **self.tags}
-        params = {"proposer": context.proposer_name, "metric": metric.name,
-                  "direction": metric.direction, "trainers": ",".join(context.trainers),
-                  "max_iterations": _or_off(context.max_iterations),
-                  "patience": _or_off(context.patience),
-                  "cv_folds": context.n_splits, "cv_scheme": context.cv_scheme,
-                  "seed": context.random_state,
-                  "task": ds.task, "target": ds.target, "n_rows": ds.n_rows,
-                  "n_features": len(ds.feature_columns), "excluded_columns": excluded,
-                  **{k: v for k, v in context.settings.items()}}
+                "metric": metric.name, "status": "running", DIGEST_TAG: digest,
+                **run_context.search_tags(), **self.tags}
         metrics = {f"baseline_{metric.name}": context.baseline_score}
         tags.update({"cv_scheme": context.cv_scheme, "cv_scheme.reason": context.cv_reason,
                      "excluded_columns": excluded})
@@ -147,18 +153,67 @@ class AttemptRecorder(SearchObserver):
                   for k, v in params.items()}
         self.log(self.parent_run_id, metrics, params, tags,
                  steps={f"baseline_{metric.name}_fold": context.baseline_fold_scores})
-        with warnings.catch_warnings():  # source resolution and int-schema hints: noise here
-            warnings.simplefilter("ignore", UserWarning)
-            source = mlflow.data.from_pandas(ds.frame, source=ds.source or "in-memory",
-                                             targets=ds.target, name=ds.name)
-            # `schema` is a cached property inferred from every value; settle it on a sample
-            source.__dict__["schema"] = infer_signature(models.schema_sample(ds.frame)).inputs
-            self.call("logging the dataset", mlflow.log_input, source, context="training")
-        self.dataset_input = source
+        source = self.dataset_input = _dataset_source(ds)
+        self.call("logging the dataset", mlflow.log_input, source, context="training")
         self.call("logging columns.json", mlflow.log_dict,
                    {c: vars(i) for c, i in ds.columns.items()}, "columns.json")
         if context.briefing is not None:
             self._log_briefing(context.briefing)
+
+    def _connect(self) -> None:
+        if self.tracking_uri:
+            mlflow.set_tracking_uri(self.tracking_uri)
+            mlflow.tracing.reset()  # traces follow the new store
+        uri = mlflow.get_tracking_uri()
+        if uri.startswith(("http://", "https://")):  # our retries say what happens; MLflow's
+            os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")  # are silent
+        self._retrying = Retrying(uri, self.recorded, say=lambda line: self.say(line))
+        self.client = RetryingClient(mlflow.MlflowClient(), self._retrying)
+
+    @staticmethod
+    def _search_params(context: SearchContext) -> dict:
+        ds, metric = context.dataset, context.metric
+        return {"proposer": context.proposer_name, "metric": metric.name,
+                "direction": metric.direction, "trainers": ",".join(context.trainers),
+                "max_iterations": _or_off(context.max_iterations),
+                "patience": _or_off(context.patience),
+                "cv_folds": context.n_splits, "cv_scheme": context.cv_scheme,
+                "seed": context.random_state,
+                "task": ds.task, "target": ds.target, "n_rows": ds.n_rows,
+                "n_features": len(ds.feature_columns),
+                "excluded_columns": ",".join(ds.excluded_columns) or "none",
+                **{k: v for k, v in context.settings.items()}}
+
+    def _reopen(self, context: SearchContext) -> None:
+        """Continue the killed search in its own run: back to RUNNING, its attempts cut
+        mid-way marked KILLED (they run again), its finished attempts' runs kept as they are."""
+        point, ds = self.resume, context.dataset
+        self.search_id = point.tags.get("agentic.search_id", self.search_id)
+        self.call("choosing the experiment", mlflow.set_experiment,
+                  experiment_id=point.experiment_id)
+        self._context_token = run_context.begin(search_id=self.search_id,
+                                                proposer=context.proposer_name,
+                                                dataset=ds.name)
+        run = self.call("reopening the search run", mlflow.start_run, run_id=point.run_id)
+        self.parent_run_id, self._experiment_id = run.info.run_id, run.info.experiment_id
+        self._source_name = run.data.tags.get("mlflow.source.name", "")
+        for run_id, index in point.cut.items():
+            self.log(run_id, {}, {}, {"resume.note": f"cut when the search was killed; attempt "
+                                      f"{index} runs again on resume"})
+            self.client.set_terminated(run_id, "KILLED")
+        self.child_run_ids = {i: r.run_id for i, r in point.attempts.items()}
+        self._ended = sorted(point.attempts)
+        for stale in ("error", "kept"):  # the interruption's; the resumed search says its own
+            if stale in point.tags:
+                self.client.delete_tag(self.parent_run_id, stale)
+        resumed = int(point.tags.get("resumed", "0")) + 1
+        note = (f"{len(point.attempts)} finished attempt(s) read back, not run again; "
+                f"{len(point.cut)} cut attempt(s) marked KILLED")
+        self.log(self.parent_run_id, {}, {}, {
+            "status": "running", "resumed": str(resumed), f"resume.{resumed}": note,
+            "agentic.host": socket.gethostname(), "agentic.pid": str(os.getpid())})
+        self.dataset_input = _dataset_source(ds)  # logged when the search started
+        self.say(f"resuming search run {self.parent_run_id}: {note}")
 
     def _log_briefing(self, briefing) -> None:
         """Findings as tags (seen in the UI) and, with the profile and advice, as JSON."""
@@ -174,6 +229,10 @@ class AttemptRecorder(SearchObserver):
                    "briefing.json")
 
     def on_attempt_start(self, index: int, candidate: SolutionCandidate, phase: str) -> None:
+        restored = self.resume.attempts.get(index) if self.resume is not None else None
+        if restored is not None:  # finished before the search was killed: its run stays
+            self.child_run_ids[index] = restored.run_id
+            return
         trainer = getattr(candidate, "trainer", "?")
         run = self.client.create_run(
             self._experiment_id, run_name=f"{index:02d}-{trainer}",
@@ -219,7 +278,13 @@ class AttemptRecorder(SearchObserver):
                                end_time_ns=exchange.ended_ns or None)
         return span.trace_id
 
+    def on_attempt_outputs(self, record: AttemptRecord, oof, extra) -> None:
+        """What resuming needs to not fit this attempt again (``tracking.resume``)."""
+        save_outputs(self.client, self.child_run_ids[record.index], oof, extra)
+
     def on_attempt_end(self, record: AttemptRecord) -> None:
+        if record.restored:
+            return  # recorded by the search that ran it
         run_id = self.child_run_ids[record.index]
         m = record.metric
         metrics = {"fit_seconds": record.fit_seconds, "attempt_seconds": record.seconds,
@@ -312,8 +377,9 @@ class AttemptRecorder(SearchObserver):
                     self.client.set_terminated(self.child_run_ids[index], status)
                 if self.parent_run_id:
                     self.log(self.parent_run_id, {}, {},
-                                    {"status": status.lower(), "error": reason,
-                                     "kept": self.recorded() or "nothing"})
+                             {"status": status.lower(), "error": reason,
+                              "kept": self.recorded() or "nothing",
+                              "resume_with": f"--resume {self.parent_run_id}"})
         finally:
             self._open_children.clear()
             if self.parent_run_id and mlflow.active_run() is not None and \
@@ -350,7 +416,7 @@ class AttemptRecorder(SearchObserver):
                 self.client.set_terminated(run_id, "KILLED")
                 self.say(f"note: search run {run_id} was left RUNNING ({why}): marked it and "
                          f"{len(children)} attempt(s) under way KILLED; its finished attempts "
-                         "stay recorded")
+                         f"stay recorded (continue it with --resume {run_id})")
             else:
                 self.say(f"note: search run {run_id} is still RUNNING (pid {pid or '?'} on "
                          f"{tags.get('agentic.host', '?')}). If that process is gone, mark it: "

@@ -1,0 +1,161 @@
+"""Reading a killed search back from MLflow so ``--resume RUN_ID`` can continue it.
+
+Every finished attempt (its child run ended FINISHED or FAILED with a verdict) comes back with
+its parameters, fold scores, timings, and the out-of-fold and holdout-row outputs it recorded
+(``outputs.npz``); the engine replays the search and uses these instead of fitting again
+(``engine.restore``). Attempts cut mid-way are marked KILLED and run again.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from mlflow_agentic.engine.batch import Outcome
+from mlflow_agentic.engine.restore import Restored
+from mlflow_agentic.errors import UserInputError
+
+OUTPUTS_ARTIFACT = "outputs.npz"
+"""On each complete attempt's run: ``oof`` (out-of-fold output on the training rows) and, when
+the search predicts holdout rows, ``extra`` (the fold models' mean output on them)."""
+DIGEST_TAG = "train_digest"
+"""On the search run: a content hash of the training rows the search saw (after the split)."""
+MUST_MATCH = ("proposer", "metric", "seed", "trainers", "cv_folds", "cv_scheme", "target",
+              "task", "n_rows", "n_features", "excluded_columns", "verifier_margin", "pruning",
+              "ensemble", "selection")
+"""Search parameters a resumed search must share with the killed one: they decide what is
+proposed and how it is scored. Budgets and ``n_jobs`` may change."""
+
+
+@dataclass
+class ResumePoint:
+    """A search run to continue and what it finished."""
+
+    run_id: str
+    experiment_id: str
+    params: dict[str, str]
+    tags: dict[str, str]
+    attempts: dict[int, Restored] = field(default_factory=dict)
+    cut: dict[str, int] = field(default_factory=dict)
+    """Attempt runs left RUNNING by the killed process (run id -> index): marked KILLED."""
+
+    def recorded(self, name: str) -> str | None:
+        """A search parameter as the search ran with it (``resolved.<name>`` under
+        ``mlflow run``, where the project's given value is logged first)."""
+        return self.params.get(f"resolved.{name}", self.params.get(name))
+
+    def check(self, params: dict, digest: str) -> None:
+        """Refuse to continue with other data or settings than the search ran with."""
+        problems = [f"{k}: recorded {self.recorded(k)!r}, now {str(v)!r}"
+                    for k, v in params.items()
+                    if k in MUST_MATCH and self.recorded(k) not in (None, str(v))]
+        if self.tags.get(DIGEST_TAG) != digest:
+            problems.insert(0, "the training rows differ (another file, target, split or "
+                               "seed)")
+        if problems:
+            raise UserInputError(
+                f"cannot resume search run {self.run_id}: " + "; ".join(problems)
+                + ". Resume with the command and data the search was started with (budgets and "
+                "--n-jobs may change), or start a new search without --resume")
+
+
+def load_resume_point(client, run_id: str) -> ResumePoint:
+    """The search run ``run_id`` and its finished attempts; refused (with what to do) when it
+    is not a search run, finished, still running, or recorded without what resuming needs."""
+    from mlflow.exceptions import MlflowException
+
+    try:
+        run = client.get_run(run_id)
+    except MlflowException as exc:
+        raise UserInputError(
+            f"no run {run_id!r} in the tracking store {client.tracking_uri}: pass the id "
+            "printed as 'search run: ...' (the search's parent run in the MLflow UI), and the "
+            "same --tracking-uri") from exc
+    tags, status = run.data.tags, run.info.status
+    if tags.get("agentic.role") != "search":
+        raise UserInputError(f"run {run_id} is not a search run (it is "
+                             f"{tags.get('agentic.role', 'not mlflow-agentic')}'s); pass the "
+                             "search's parent run id")
+    if status == "FINISHED":
+        raise UserInputError(f"search run {run_id} finished; there is nothing to resume. "
+                             "Run the command without --resume to start a new search")
+    _refuse_if_running(run_id, status, tags)
+    if DIGEST_TAG not in tags:
+        raise UserInputError(f"search run {run_id} was recorded by an older mlflow-agentic "
+                             "that did not keep what resuming needs; start a new search")
+    point = ResumePoint(run_id, run.info.experiment_id, dict(run.data.params), dict(tags))
+    metric = point.params.get("metric", "")
+    children = client.search_runs(
+        [point.experiment_id], f"tags.`mlflow.parentRunId` = '{run_id}' and "
+        "tags.`agentic.role` = 'attempt'", max_results=10000)
+    with tempfile.TemporaryDirectory(prefix="mlflow-agentic-resume-") as tmp:
+        for child in children:
+            index = int(child.data.tags.get("attempt.index", "0"))
+            if child.info.status in ("FINISHED", "FAILED") and "verdict" in child.data.tags:
+                point.attempts[index] = _restore(client, child, metric, Path(tmp))
+            elif child.info.status == "RUNNING":
+                point.cut[child.info.run_id] = index
+    return point
+
+
+def _refuse_if_running(run_id: str, status: str, tags: dict) -> None:
+    if status != "RUNNING":
+        return  # KILLED or FAILED: its process is gone
+    pid, host = tags.get("agentic.pid", ""), tags.get("agentic.host", "?")
+    if host == socket.gethostname() and pid.isdigit():
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            return  # killed (-9, a reboot): resumable
+        except PermissionError:
+            pass
+        raise UserInputError(f"search run {run_id} is still running (pid {pid}); stop it "
+                             f"first (kill {pid}), then resume it")
+    if host != socket.gethostname():
+        raise UserInputError(
+            f"search run {run_id} is RUNNING on host {host} (pid {pid or '?'}). If that process "
+            f"is gone, mark the run killed, then resume: python -c \"import mlflow; "
+            f"mlflow.MlflowClient().set_terminated('{run_id}', 'KILLED')\"")
+
+
+def _restore(client, child, metric: str, tmp: Path) -> Restored:
+    """One finished attempt as the engine needs it to stand in for running it again."""
+    tags, metrics = child.data.tags, child.data.metrics
+    run_id = child.info.run_id
+    params = {k: v for k, v in child.data.params.items() if k != "trainer"}
+    pruned = tags.get("verdict.reason") if tags.get("pruned") == "true" else None
+    key = f"partial_{metric}_fold" if pruned else f"cv_{metric}_fold"
+    folds = ([m.value for m in sorted(client.get_metric_history(run_id, key),
+                                      key=lambda m: m.step)]
+             if key in metrics else [])
+    outcome = Outcome(fold_scores=folds, fit_seconds=metrics.get("fit_seconds", 0.0),
+                      seconds=metrics.get("attempt_seconds", 0.0), error=tags.get("error"),
+                      pruned=pruned, elapsed=metrics.get("finished_at_search_seconds", 0.0))
+    if outcome.complete:
+        try:
+            path = client.download_artifacts(run_id, OUTPUTS_ARTIFACT, str(tmp))
+        except Exception as exc:  # noqa: BLE001 - any store error means the same here
+            raise UserInputError(
+                f"attempt {tags.get('attempt.index')} (run {run_id}) finished but its "
+                f"{OUTPUTS_ARTIFACT} cannot be read ({type(exc).__name__}: {exc}); without it "
+                "the search cannot be resumed exactly. Start a new search") from exc
+        with np.load(path) as saved:
+            outcome.oof = saved["oof"]
+            outcome.extra = saved.get("extra")
+    return Restored(tags.get("trainer", params.get("trainer", "?")), params, outcome, run_id)
+
+
+def save_outputs(client, run_id: str, oof, extra) -> None:
+    """Record a complete attempt's outputs on its run (what ``_restore`` reads back)."""
+    arrays = {"oof": np.asarray(oof)}
+    if extra is not None:
+        arrays["extra"] = np.asarray(extra)
+    with tempfile.TemporaryDirectory(prefix="mlflow-agentic-outputs-") as tmp:
+        path = Path(tmp) / OUTPUTS_ARTIFACT
+        np.savez(path, **arrays)
+        client.log_artifact(run_id, str(path))

@@ -1,0 +1,116 @@
+"""Resume: a search killed mid-way continues from what MLflow recorded, runs no finished attempt
+again, and ends with the leaderboard an uninterrupted search of the same seed gives."""
+
+from __future__ import annotations
+
+import math
+
+import mlflow
+import pytest
+
+from mlflow_agentic.api import search
+from mlflow_agentic.engine.observer import SearchObserver
+from mlflow_agentic.errors import UserInputError
+
+SETTINGS = dict(trainers=["linear", "random_forest"], cv=3, seed=3, max_iterations=5,
+                patience=None, n_jobs=1)
+
+
+class KillAfter(SearchObserver):
+    """Interrupts the search right after attempt ``n`` is recorded (like Ctrl-C there)."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def on_attempt_end(self, record) -> None:
+        if record.index == self.n:
+            raise KeyboardInterrupt
+
+
+def board(result) -> list[tuple]:
+    return [(a.index, a.candidate.trainer, dict(a.params), a.status, a.score, a.fold_scores)
+            for a in result.run.attempts]
+
+
+def attempt_runs(uri: str, parent: str) -> list:
+    client = mlflow.MlflowClient(tracking_uri=uri)
+    return client.search_runs([client.get_run(parent).info.experiment_id],
+                              f"tags.`mlflow.parentRunId` = '{parent}'", max_results=1000)
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory, churn_small):
+    uri = f"sqlite:///{tmp_path_factory.mktemp('whole') / 'mlflow.db'}"
+    return search(churn_small, tracking_uri=uri, register=False, diagnostics=False, **SETTINGS)
+
+
+def killed_search(uri: str, dataset, n: int = 3) -> str:
+    with pytest.raises(KeyboardInterrupt):
+        search(dataset, tracking_uri=uri, register=False, diagnostics=False,
+               observers=[KillAfter(n)], **SETTINGS)
+    client = mlflow.MlflowClient(tracking_uri=uri)
+    (parent,) = client.search_runs(["1"], "tags.`agentic.role` = 'search'")
+    assert parent.info.status == "KILLED"
+    assert parent.data.tags["resume_with"] == f"--resume {parent.info.run_id}"
+    return parent.info.run_id
+
+
+def test_a_resumed_search_runs_nothing_twice_and_ends_as_the_uninterrupted_one(
+        tmp_path, churn_small, uninterrupted):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    parent = killed_search(uri, churn_small)
+    before = {r.data.tags["attempt.index"]: r for r in attempt_runs(uri, parent)}
+    status = {int(i): r.info.status for i, r in before.items()}
+    assert [status.pop(i) for i in (1, 2, 3)] == ["FINISHED"] * 3
+    assert status and set(status.values()) == {"KILLED"}  # the rest of the batch was under way
+
+    result = search(churn_small, tracking_uri=uri, register=False, diagnostics=False,
+                    resume=parent, **SETTINGS)
+
+    assert result.run_id == parent
+    assert board(result) == board(uninterrupted)
+    assert [a.restored for a in result.run.attempts[:4]] == [True] * 3 + [False]
+    assert not any(a.restored for a in result.run.attempts[3:])
+    assert result.run.best_attempt.index == uninterrupted.run.best_attempt.index
+    assert math.isclose(result.holdout.selected.holdout, uninterrupted.holdout.selected.holdout,
+                        rel_tol=0, abs_tol=1e-12)
+    for index, score in uninterrupted.holdout.scores.items():  # restored holdout outputs too
+        assert result.holdout.scores[index].holdout == pytest.approx(score.holdout, abs=1e-12)
+
+    runs = attempt_runs(uri, parent)
+    finished = [r for r in runs if r.info.status in ("FINISHED", "FAILED")]
+    indices = sorted(int(r.data.tags["attempt.index"]) for r in finished)
+    assert indices == list(range(1, len(uninterrupted.run.attempts) + 1))  # each exactly once
+    for index in ("1", "2", "3"):  # the finished ones were kept, not run again
+        assert any(r.info.run_id == before[index].info.run_id for r in finished)
+    cut = [r for r in runs if r.info.status == "KILLED"]
+    assert sorted(int(r.data.tags["attempt.index"]) for r in cut) == sorted(status)
+
+    run = mlflow.MlflowClient(tracking_uri=uri).get_run(parent)
+    assert run.info.status == "FINISHED"
+    assert run.data.tags["resumed"] == "1" and "error" not in run.data.tags
+    assert run.data.tags["resume.1"].startswith("3 finished attempt(s) read back")
+
+
+def test_resume_refuses_other_settings_a_finished_search_and_an_unknown_run(
+        tmp_path, churn_small, uninterrupted):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    parent = killed_search(uri, churn_small, n=2)
+    changed = {**SETTINGS, "seed": 4}
+    with pytest.raises(UserInputError, match=r"cannot resume search run .*seed: recorded '3', "
+                                             r"now '4'"):
+        search(churn_small, tracking_uri=uri, register=False, resume=parent, **changed)
+    other_rows = churn_small.frame.iloc[:700]
+    with pytest.raises(UserInputError, match="the training rows differ"):
+        search(other_rows, "Churn", tracking_uri=uri, register=False, resume=parent,
+               **SETTINGS)
+    with pytest.raises(UserInputError, match="no run 'nope' in the tracking store"):
+        search(churn_small, tracking_uri=uri, register=False, resume="nope", **SETTINGS)
+    run = mlflow.MlflowClient(tracking_uri=uri).get_run(parent)
+    assert run.info.status == "KILLED"  # a refused resume changed nothing
+
+    done = search(churn_small, tracking_uri=uri, register=False, diagnostics=False,
+                  resume=parent, **SETTINGS)
+    assert done.run_id == parent
+    with pytest.raises(UserInputError, match="finished; there is nothing to resume"):
+        search(churn_small, tracking_uri=uri, register=False, resume=parent, **SETTINGS)
