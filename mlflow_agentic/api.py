@@ -60,7 +60,7 @@ def search(
     candidates: str | None = None,
     optuna_storage: str | None = None,
     encoding: str | None = None,
-    resume: str | None = None,
+    resume=None,
     observers: Sequence = (),
     tracker=None,
     started: float | None = None,
@@ -132,14 +132,17 @@ def search(
     return result
 
 
-def _resume_point(run_id: str, uri: str, proposer):
-    """The killed search ``run_id``, read back; refused before anything is sealed or logged."""
+def _resume_point(run_id, uri: str, proposer):
+    """The killed search ``run_id``, read back (or a ``ResumePoint`` already read); refused
+    before anything is sealed or logged."""
     import os
 
     import mlflow
 
-    from mlflow_agentic.tracking.resume import load_resume_point
+    from mlflow_agentic.tracking.resume import ResumePoint, load_resume_point
 
+    if isinstance(run_id, ResumePoint):
+        return run_id
     if os.environ.get("MLFLOW_RUN_ID"):
         raise UserInputError("--resume continues the search in its own run, which `mlflow run` "
                              "cannot reopen; resume with mlflow-agentic run ... --resume "

@@ -44,3 +44,56 @@ def running_server(command: list[str], ready_url: str, log_path: Path, timeout: 
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=30)
         log.close()
+
+
+def _as_postgres(command: list[str]) -> list[str]:
+    """PostgreSQL refuses to run as root: as root, run its tools as the ``postgres`` user."""
+    return ["runuser", "-u", "postgres", "--", *command] if os.geteuid() == 0 else command
+
+
+def _pg_tool(name: str) -> str:
+    import glob
+    import shutil
+
+    found = shutil.which(name) or next(iter(sorted(glob.glob(
+        f"/usr/lib/postgresql/*/bin/{name}"), reverse=True)), None)
+    if found is None:
+        pytest.fail(f"PostgreSQL's {name} is not installed; the distributed and tracking-server "
+                    "tests need a real PostgreSQL: apt-get install -y postgresql")
+    return found
+
+
+@contextlib.contextmanager
+def postgres(databases: tuple[str, ...] = ("mlflow", "optuna")):
+    """A throwaway PostgreSQL on 127.0.0.1 (initdb into a temp dir, ~2 s), with one database
+    per name; yields ``{name: SQLAlchemy URL}``. Stopped and deleted after."""
+    import shutil
+    import tempfile
+
+    root = Path(tempfile.mkdtemp(prefix="mlflow-agentic-pg-"))  # not under a 0700 pytest dir
+    if os.geteuid() == 0:
+        shutil.chown(root, "postgres")
+    data, port = root / "data", free_port()
+    subprocess.run(_as_postgres([_pg_tool("initdb"), "-D", str(data), "-U", "postgres",
+                                 "--auth=trust", "-E", "UTF8"]), check=True,
+                   capture_output=True)
+    ctl = _pg_tool("pg_ctl")
+    subprocess.run(_as_postgres([ctl, "-D", str(data), "-l", str(root / "log"), "-w", "-o",
+                                 f"-p {port} -k {root} -c listen_addresses=127.0.0.1 "
+                                 "-c max_connections=200 -c fsync=off", "start"]),
+                   check=True, capture_output=True)
+    try:
+        import sqlalchemy as sa
+
+        admin = sa.create_engine(f"postgresql+psycopg2://postgres@127.0.0.1:{port}/postgres",
+                                 isolation_level="AUTOCOMMIT")
+        with admin.connect() as conn:
+            for name in databases:
+                conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+        admin.dispose()
+        yield {name: f"postgresql+psycopg2://postgres@127.0.0.1:{port}/{name}"
+               for name in databases}
+    finally:
+        subprocess.run(_as_postgres([ctl, "-D", str(data), "-m", "immediate", "stop"]),
+                       capture_output=True)
+        shutil.rmtree(root, ignore_errors=True)

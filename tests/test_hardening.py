@@ -24,7 +24,7 @@ from click.testing import CliRunner
 from mlflow_agentic.cli import main
 from mlflow_agentic.data import Dataset
 from tests.conftest import ROOT
-from tests.servers import free_port, running_server
+from tests.servers import free_port, postgres, running_server
 
 
 @pytest.fixture(scope="module")
@@ -311,9 +311,9 @@ def test_after_kill_9_a_new_search_marks_the_stale_runs_killed(tmp_path, churn_f
 
 
 # ---- the tracking server stops mid-search -------------------------------------------------------
-def mlflow_server(tmp_path: Path, port: int):
+def mlflow_server(tmp_path: Path, port: int, store: str | None = None):
     command = [str(Path(sys.executable).parent / "mlflow"), "server", "--backend-store-uri",
-               f"sqlite:///{tmp_path / 'server.db'}", "--artifacts-destination",
+               store or f"sqlite:///{tmp_path / 'server.db'}", "--artifacts-destination",
                str(tmp_path / "artifacts"), "--host", "127.0.0.1", "--port", str(port),
                "--workers", "1"]
     return running_server(command, f"http://127.0.0.1:{port}/health",
@@ -321,20 +321,22 @@ def mlflow_server(tmp_path: Path, port: int):
 
 
 def test_a_tracking_server_that_comes_back_loses_nothing(tmp_path, churn_frame):
+    """A tracking server backed by PostgreSQL stops for 20 s mid-search and comes back."""
     port = free_port()
     uri = f"http://127.0.0.1:{port}"
-    with mlflow_server(tmp_path, port):
-        proc = start_search(tmp_path, uri, write(tmp_path, "churn.csv", churn_frame),
-                            "--max-iterations", "4", "--patience", "10",
-                            env={"MLFLOW_AGENTIC_TRACKING_RETRY_SECONDS": "120"})
-        wait_for_finished_attempts(uri, 1, proc)
-    time.sleep(6)  # down: the search keeps computing and retries its calls
-    with mlflow_server(tmp_path, port):
-        out, err = proc.communicate(timeout=240)
-        assert proc.returncode == 0, err
-        assert f"tracking store {uri} is not answering" in err
-        assert "is answering again; the search goes on" in err
-        runs = search_runs(uri)
+    with postgres(("mlflow",)) as urls:
+        with mlflow_server(tmp_path, port, urls["mlflow"]):
+            proc = start_search(tmp_path, uri, write(tmp_path, "churn.csv", churn_frame),
+                                "--max-iterations", "4", "--patience", "10",
+                                env={"MLFLOW_AGENTIC_TRACKING_RETRY_SECONDS": "120"})
+            wait_for_finished_attempts(uri, 1, proc)
+        time.sleep(20)  # down: the search retries its calls with backoff
+        with mlflow_server(tmp_path, port, urls["mlflow"]):
+            out, err = proc.communicate(timeout=240)
+            assert proc.returncode == 0, err
+            assert f"tracking store {uri} is not answering" in err
+            assert "is answering again; the search goes on" in err
+            runs = search_runs(uri)
     parent = runs[runs["tags.agentic.role"] == "search"]
     attempts = runs[runs["tags.agentic.role"] == "attempt"]
     assert parent["status"].tolist() == ["FINISHED"]

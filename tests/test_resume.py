@@ -4,6 +4,10 @@ again, and ends with the leaderboard an uninterrupted search of the same seed gi
 from __future__ import annotations
 
 import math
+import os
+import signal
+import subprocess
+import sys
 
 import mlflow
 import pytest
@@ -11,9 +15,11 @@ import pytest
 from mlflow_agentic.api import search
 from mlflow_agentic.engine.observer import SearchObserver
 from mlflow_agentic.errors import UserInputError
+from tests.conftest import ROOT
+from tests.test_hardening import wait_for_finished_attempts
 
 SETTINGS = dict(trainers=["linear", "random_forest"], cv=3, seed=3, max_iterations=5,
-                patience=None, n_jobs=1)
+                patience=3, n_jobs=1)
 
 
 class KillAfter(SearchObserver):
@@ -39,9 +45,16 @@ def attempt_runs(uri: str, parent: str) -> list:
 
 
 @pytest.fixture(scope="module")
-def uninterrupted(tmp_path_factory, churn_small):
+def churn_csv(tmp_path_factory, churn_frame):
+    path = tmp_path_factory.mktemp("data") / "churn.csv"
+    churn_frame.to_csv(path, index=False)
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory, churn_csv):
     uri = f"sqlite:///{tmp_path_factory.mktemp('whole') / 'mlflow.db'}"
-    return search(churn_small, tracking_uri=uri, register=False, diagnostics=False, **SETTINGS)
+    return search(churn_csv, tracking_uri=uri, register=False, diagnostics=False, **SETTINGS)
 
 
 def killed_search(uri: str, dataset, n: int = 3) -> str:
@@ -56,15 +69,15 @@ def killed_search(uri: str, dataset, n: int = 3) -> str:
 
 
 def test_a_resumed_search_runs_nothing_twice_and_ends_as_the_uninterrupted_one(
-        tmp_path, churn_small, uninterrupted):
+        tmp_path, churn_csv, uninterrupted):
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    parent = killed_search(uri, churn_small)
+    parent = killed_search(uri, churn_csv)
     before = {r.data.tags["attempt.index"]: r for r in attempt_runs(uri, parent)}
     status = {int(i): r.info.status for i, r in before.items()}
     assert [status.pop(i) for i in (1, 2, 3)] == ["FINISHED"] * 3
     assert status and set(status.values()) == {"KILLED"}  # the rest of the batch was under way
 
-    result = search(churn_small, tracking_uri=uri, register=False, diagnostics=False,
+    result = search(churn_csv, tracking_uri=uri, register=False, diagnostics=False,
                     resume=parent, **SETTINGS)
 
     assert result.run_id == parent
@@ -93,24 +106,77 @@ def test_a_resumed_search_runs_nothing_twice_and_ends_as_the_uninterrupted_one(
 
 
 def test_resume_refuses_other_settings_a_finished_search_and_an_unknown_run(
-        tmp_path, churn_small, uninterrupted):
+        tmp_path, churn_csv, uninterrupted):
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    parent = killed_search(uri, churn_small, n=2)
+    parent = killed_search(uri, churn_csv, n=2)
     changed = {**SETTINGS, "seed": 4}
     with pytest.raises(UserInputError, match=r"cannot resume search run .*seed: recorded '3', "
                                              r"now '4'"):
-        search(churn_small, tracking_uri=uri, register=False, resume=parent, **changed)
-    other_rows = churn_small.frame.iloc[:700]
+        search(churn_csv, tracking_uri=uri, register=False, resume=parent, **changed)
+    import pandas as pd
+
+    other_rows = pd.read_csv(churn_csv).iloc[:700]
     with pytest.raises(UserInputError, match="the training rows differ"):
         search(other_rows, "Churn", tracking_uri=uri, register=False, resume=parent,
                **SETTINGS)
     with pytest.raises(UserInputError, match="no run 'nope' in the tracking store"):
-        search(churn_small, tracking_uri=uri, register=False, resume="nope", **SETTINGS)
+        search(churn_csv, tracking_uri=uri, register=False, resume="nope", **SETTINGS)
     run = mlflow.MlflowClient(tracking_uri=uri).get_run(parent)
     assert run.info.status == "KILLED"  # a refused resume changed nothing
 
-    done = search(churn_small, tracking_uri=uri, register=False, diagnostics=False,
+    done = search(churn_csv, tracking_uri=uri, register=False, diagnostics=False,
                   resume=parent, **SETTINGS)
     assert done.run_id == parent
     with pytest.raises(UserInputError, match="finished; there is nothing to resume"):
-        search(churn_small, tracking_uri=uri, register=False, resume=parent, **SETTINGS)
+        search(churn_csv, tracking_uri=uri, register=False, resume=parent, **SETTINGS)
+
+
+def cli(uri: str, csv: str, *extra: str) -> subprocess.Popen:
+    command = [sys.executable, "-m", "mlflow_agentic", "run", "--data", csv, "--trainers",
+               ",".join(SETTINGS["trainers"]), "--cv", "3", "--seed", "3", "--max-iterations",
+               "5", "--patience", "3", "--n-jobs", "2", "--no-register", "--no-diagnostics",
+               "--quiet", *extra]
+    env = {**os.environ, "MLFLOW_TRACKING_URI": uri, "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen(command, cwd=os.path.dirname(csv), env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
+
+
+def test_kill_9_after_the_third_attempt_then_resume_from_the_command_line(
+        tmp_path, churn_csv, uninterrupted):
+    """Two worker processes, SIGKILL to the whole process group: nothing runs on exit. The
+    resumed search (with 2 workers) ends with the serial uninterrupted search's leaderboard."""
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    proc = cli(uri, churn_csv)
+    wait_for_finished_attempts(uri, 3, proc)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    client = mlflow.MlflowClient(tracking_uri=uri)
+    (parent,) = client.search_runs(["1"], "tags.`agentic.role` = 'search'")
+    assert parent.info.status == "RUNNING"  # nothing ran on kill -9
+    kept = {r.info.run_id for r in attempt_runs(uri, parent.info.run_id)
+            if r.info.status == "FINISHED"}
+    assert len(kept) >= 3
+
+    again = cli(uri, churn_csv, "--resume", parent.info.run_id)
+    out, err = again.communicate(timeout=300)
+    assert again.returncode == 0, err
+    assert (f"resuming search run {parent.info.run_id}: {len(kept)} finished attempt(s) read "
+            "back, not run again") in err
+    assert f"search run: {parent.info.run_id}" in out
+
+    runs = attempt_runs(uri, parent.info.run_id)
+    done = {int(r.data.tags["attempt.index"]): r for r in runs
+            if r.info.status in ("FINISHED", "FAILED")}
+    assert len(done) == len([r for r in runs if r.info.status in ("FINISHED", "FAILED")])
+    assert kept <= {r.info.run_id for r in done.values()}  # kept, not run again
+    expected = uninterrupted.run.attempts
+    assert sorted(done) == [a.index for a in expected]
+    for a in expected:
+        run = done[a.index]
+        assert run.data.params["trainer"] == a.candidate.trainer
+        assert run.data.tags["verdict"] == a.status
+        if a.status == "verified":
+            assert run.data.metrics["cv_roc_auc"] == pytest.approx(a.score, abs=1e-12)
+    assert client.get_run(parent.info.run_id).info.status == "FINISHED"
+    assert {r.info.status for r in runs} <= {"FINISHED", "FAILED", "KILLED"}

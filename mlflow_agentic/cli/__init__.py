@@ -10,6 +10,7 @@ from mlflow_agentic.cli.compare import compare_command
 from mlflow_agentic.cli.options import EXIT_USER_ERROR
 from mlflow_agentic.cli.promote import promote_command
 from mlflow_agentic.cli.run import run_command
+from mlflow_agentic.cli.workers import finalize_command, worker_command
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -23,5 +24,7 @@ main.add_command(run_command)
 main.add_command(compare_command)
 main.add_command(promote_command)
 main.add_command(bench)
+main.add_command(worker_command)
+main.add_command(finalize_command)
 
 __all__ = ["EXIT_USER_ERROR", "main"]

@@ -173,7 +173,10 @@ class AgenticAutoML:
             best = self._try_ensemble(ctx, history, best)
         top = best
         best = select(history, top, s.selection)
-        model, refit_seconds, best = refit(history, best, ctx.dataset, pool, s.random_state)
+        model, refit_seconds = None, 0.0
+        if s.refit:
+            model, refit_seconds, best = refit(history, best, ctx.dataset, pool,
+                                               s.random_state)
         return EngineeringRun(
             attempts=history, best_candidate=best.candidate if best else None,
             best_score=best.score if best else None, model=model, metric=metric.name,

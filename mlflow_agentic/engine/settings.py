@@ -47,6 +47,9 @@ class SearchSettings:
     margin: float = 0.01
     selection: str = "best"
     """``best`` (top CV score) or ``one-se`` (cheapest within one standard error of it)."""
+    refit: bool = True
+    """Refit the selected attempt on all training rows (off for a worker of a shared study:
+    ``finalize`` selects and refits once, over every worker's attempts)."""
 
     def __post_init__(self) -> None:
         if self.trainers is not None and not isinstance(self.trainers, tuple):

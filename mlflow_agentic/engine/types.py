@@ -43,6 +43,9 @@ class SolutionCandidate:
     source: str = ""
     """Who made it when the proposer has more than one way: ``llm``, or ``fallback`` (a
     deterministic suggestion after the LLM's answers could not be used)."""
+    trial: int | None = None
+    """The Optuna trial number, when a study proposed it (workers sharing a study number their
+    attempts by it)."""
 
 
 @dataclass(frozen=True)

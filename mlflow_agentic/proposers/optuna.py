@@ -49,14 +49,17 @@ class OptunaProposer:
         self._create_study(dataset, trainers)
         if not self.seed_defaults:
             return [self._ask(dataset, trainers, "optuna TPE (random start)")]
-        for name in sorted(trainers, key=lambda t: get_trainer(t).cost):  # cheap first
-            trainer = get_trainer(name)
-            defaults = trainer.defaults(dataset)
+        self._enqueue_defaults(dataset, trainers)
+        return [self._ask(dataset, trainers, "trainer defaults (enqueued Optuna trial)")
+                for _ in trainers]
+
+    def _enqueue_defaults(self, dataset, trainers: Sequence[str]) -> None:
+        """Every trainer at its defaults, cheap first, as the study's first trials."""
+        for name in sorted(trainers, key=lambda t: get_trainer(t).cost):
+            defaults = get_trainer(name).defaults(dataset)
             self.study.enqueue_trial(
                 {TRAINER_PARAM: name, **{_param_name(name, k): v for k, v in defaults.items()}},
                 skip_if_exists=self.storage is not None)
-        return [self._ask(dataset, trainers, "trainer defaults (enqueued Optuna trial)")
-                for _ in trainers]
 
     def propose_next(self, dataset, history: Sequence[AttemptRecord], trainers: Sequence[str]
                      ) -> SolutionCandidate | None:
@@ -144,6 +147,6 @@ class OptunaProposer:
         name = trial.suggest_categorical(TRAINER_PARAM, list(trainers))
         space = get_trainer(name).space(dataset)
         params = {k: spec.suggest(trial, _param_name(name, k)) for k, spec in space.items()}
-        candidate = SolutionCandidate(name, params, rationale, source=source)
+        candidate = SolutionCandidate(name, params, rationale, source=source, trial=trial.number)
         self._pending[id(candidate)] = (candidate, trial)
         return candidate

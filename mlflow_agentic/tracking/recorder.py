@@ -14,8 +14,9 @@ import time
 import warnings
 
 import mlflow
-from mlflow.entities import Metric, Param, RunTag
+from mlflow.entities import DatasetInput, InputTag, Metric, Param, RunTag
 from mlflow.models import infer_signature
+from mlflow.utils.mlflow_tags import MLFLOW_DATASET_CONTEXT
 
 from mlflow_agentic.data.split import frame_digest
 from mlflow_agentic.engine.observer import SearchContext, SearchObserver
@@ -24,6 +25,7 @@ from mlflow_agentic.scoring.plot import trainer_colour
 from mlflow_agentic.tracking import context as run_context
 from mlflow_agentic.tracking import models
 from mlflow_agentic.tracking.resume import DIGEST_TAG, ResumePoint, save_outputs
+from mlflow_agentic.tracking.shared import SharedRun
 from mlflow_agentic.tracking.store import Retrying, RetryingClient
 
 TAG_MAX = 5000
@@ -85,7 +87,8 @@ class AttemptRecorder(SearchObserver):
 
     def __init__(self, experiment: str | None = None, run_name: str | None = None,
                  tracking_uri: str | None = None, tags: dict[str, str] | None = None,
-                 say=None, resume: ResumePoint | None = None) -> None:
+                 say=None, resume: ResumePoint | None = None,
+                 shared: SharedRun | None = None) -> None:
         self.experiment = experiment
         self.run_name = run_name
         self.tracking_uri = tracking_uri
@@ -112,6 +115,8 @@ class AttemptRecorder(SearchObserver):
         self.resume = resume
         """A killed search to continue (``--resume``): its run is reopened, its finished
         attempts' runs are kept as they are."""
+        self.shared = shared
+        """A worker on a shared study: the search run is created or joined, never ended here."""
 
     # ---- search -----------------------------------------------------------------------------
     def on_search_start(self, context: SearchContext) -> None:
@@ -125,18 +130,28 @@ class AttemptRecorder(SearchObserver):
             self.resume.check(params, digest)  # before anything in the store changes
             self._reopen(context)
             return
-        self.call("choosing the experiment", self._choose_experiment, ds)
+        if self.shared is not None and self.shared.run_id:
+            self._join(context)
+            return
         name = self.run_name or f"{ds.name}-{context.proposer_name}"
         # runs started from here on are ours: the run-context provider plugin tags them
         self._context_token = run_context.begin(search_id=self.search_id,
                                                 proposer=context.proposer_name,
                                                 dataset=ds.name)
-        run = self.call("starting the search run", mlflow.start_run, run_name=name,
-                         nested=mlflow.active_run() is not None)
+        if self.shared is None:
+            self.call("choosing the experiment", self._choose_experiment, ds)
+            run = self.call("starting the search run", mlflow.start_run, run_name=name,
+                            nested=mlflow.active_run() is not None)
+        else:  # the first worker: created, never entered (it outlives this process)
+            experiment = self.call("choosing the experiment", mlflow.set_experiment,
+                                   self.experiment or f"{ds.name}-agentic")
+            run = self.client.create_run(experiment.experiment_id, run_name=name)
         self.parent_run_id = run.info.run_id
         self._experiment_id = run.info.experiment_id
         self._source_name = run.data.tags.get("mlflow.source.name", "")
         self._notice_stale_searches()
+        if self.shared is not None:
+            self.tags.update({"agentic.study": self.shared.study, "workers": "shared"})
         tags = {"mlflow.runName": name, "agentic.role": "search", "agentic.host":
                 socket.gethostname(), "agentic.pid": str(os.getpid()), "proposer":
                 context.proposer_name, "dataset": ds.name, "task": ds.task, "target": ds.target,
@@ -154,11 +169,14 @@ class AttemptRecorder(SearchObserver):
         self.log(self.parent_run_id, metrics, params, tags,
                  steps={f"baseline_{metric.name}_fold": context.baseline_fold_scores})
         source = self.dataset_input = _dataset_source(ds)
-        self.call("logging the dataset", mlflow.log_input, source, context="training")
-        self.call("logging columns.json", mlflow.log_dict,
-                   {c: vars(i) for c, i in ds.columns.items()}, "columns.json")
+        self.client.log_inputs(self.parent_run_id, datasets=[DatasetInput(
+            source._to_mlflow_entity(), tags=[InputTag(MLFLOW_DATASET_CONTEXT, "training")])])
+        self.client.log_dict(self.parent_run_id, {c: vars(i) for c, i in ds.columns.items()},
+                             "columns.json")
         if context.briefing is not None:
             self._log_briefing(context.briefing)
+        if self.shared is not None:
+            self.shared.publish(self.parent_run_id)
 
     def _connect(self) -> None:
         if self.tracking_uri:
@@ -167,6 +185,8 @@ class AttemptRecorder(SearchObserver):
         uri = mlflow.get_tracking_uri()
         if uri.startswith(("http://", "https://")):  # our retries say what happens; MLflow's
             os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")  # are silent
+            # and one "View run ... at" line per attempt run ended would drown the progress
+            os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
         self._retrying = Retrying(uri, self.recorded, say=lambda line: self.say(line))
         self.client = RetryingClient(mlflow.MlflowClient(), self._retrying)
 
@@ -213,7 +233,24 @@ class AttemptRecorder(SearchObserver):
             "status": "running", "resumed": str(resumed), f"resume.{resumed}": note,
             "agentic.host": socket.gethostname(), "agentic.pid": str(os.getpid())})
         self.dataset_input = _dataset_source(ds)  # logged when the search started
-        self.say(f"resuming search run {self.parent_run_id}: {note}")
+        verb = "finalizing" if point.finalizing else "resuming"
+        self.say(f"{verb} search run {self.parent_run_id}: {note}")
+
+    def _join(self, context: SearchContext) -> None:
+        """A worker joining the search run another worker created: nothing logged on it but
+        this worker's presence; its attempts become that run's children."""
+        run = self.client.get_run(self.shared.run_id)
+        self.parent_run_id, self._experiment_id = run.info.run_id, run.info.experiment_id
+        self._source_name = run.data.tags.get("mlflow.source.name", "")
+        self.search_id = run.data.tags.get("agentic.search_id", self.search_id)
+        self._context_token = run_context.begin(search_id=self.search_id,
+                                                proposer=context.proposer_name,
+                                                dataset=context.dataset.name)
+        self.dataset_input = _dataset_source(context.dataset)
+        self._worker_note("running")
+
+    def _worker_note(self, note: str) -> None:
+        self.log(self.parent_run_id, {}, {}, {f"worker.{self.shared.worker}": note})
 
     def _log_briefing(self, briefing) -> None:
         """Findings as tags (seen in the UI) and, with the profile and advice, as JSON."""
@@ -223,10 +260,9 @@ class AttemptRecorder(SearchObserver):
             key = f"finding.{f.check}" + (f".{f.column}" if f.column else "")
             tags[key if key not in tags else f"{key}.{k}"] = f"{f.severity}: {f.message}"
         self.log(self.parent_run_id, {}, {}, tags)
-        self.call("logging findings.json", mlflow.log_dict,
-                   [f.to_dict() for f in briefing.findings], "findings.json")
-        self.call("logging briefing.json", mlflow.log_dict, briefing.to_dict(),
-                   "briefing.json")
+        self.client.log_dict(self.parent_run_id, [f.to_dict() for f in briefing.findings],
+                             "findings.json")
+        self.client.log_dict(self.parent_run_id, briefing.to_dict(), "briefing.json")
 
     def on_attempt_start(self, index: int, candidate: SolutionCandidate, phase: str) -> None:
         restored = self.resume.attempts.get(index) if self.resume is not None else None
@@ -234,12 +270,18 @@ class AttemptRecorder(SearchObserver):
             self.child_run_ids[index] = restored.run_id
             return
         trainer = getattr(candidate, "trainer", "?")
+        trial = getattr(candidate, "trial", None)
+        extra = {} if trial is None else {"optuna.trial": str(trial)}
+        number = index
+        if self.shared is not None:  # numbered across workers by the study's trial
+            number = index if trial is None else trial + 1
+            extra["worker"] = self.shared.worker
         run = self.client.create_run(
-            self._experiment_id, run_name=f"{index:02d}-{trainer}",
+            self._experiment_id, run_name=f"{number:02d}-{trainer}",
             tags={"mlflow.parentRunId": self.parent_run_id, "agentic.role": "attempt",
-                  "attempt.index": str(index), "mlflow.source.name": self._source_name,
+                  "attempt.index": str(number), "mlflow.source.name": self._source_name,
                   "mlflow.runColor": trainer_colour(trainer, self.context.trainers),
-                  **run_context.search_tags()})
+                  **extra, **run_context.search_tags()})
         self._open_children.add(index)
         self.child_run_ids[index] = run.info.run_id
 
@@ -325,6 +367,9 @@ class AttemptRecorder(SearchObserver):
         self._ended.append(record.index)
 
     def on_search_end(self, run: EngineeringRun) -> None:
+        if self.shared is not None:  # finalize records the search as a whole
+            self._worker_note(f"done: {len(run.attempts)} attempts; {run.stop_reason}")
+            return
         m = run.metric
         metrics = {"n_attempts": len(run.attempts), "n_verified": len(run.valid_attempts),
                    "n_failed": sum(a.failed for a in run.attempts),
@@ -375,7 +420,9 @@ class AttemptRecorder(SearchObserver):
                 self._retrying.window = min(self._retrying.window, 30.0)
                 for index in sorted(self._open_children):
                     self.client.set_terminated(self.child_run_ids[index], status)
-                if self.parent_run_id:
+                if self.parent_run_id and self.shared is not None:  # the others go on
+                    self._worker_note(f"{status.lower()}: {reason}")
+                elif self.parent_run_id:
                     self.log(self.parent_run_id, {}, {},
                              {"status": status.lower(), "error": reason,
                               "kept": self.recorded() or "nothing",
@@ -398,8 +445,8 @@ class AttemptRecorder(SearchObserver):
         host = socket.gethostname()
         for run in runs:
             run_id, tags = run.info.run_id, run.data.tags
-            if run_id == self.parent_run_id:
-                continue
+            if run_id == self.parent_run_id or "agentic.study" in tags:
+                continue  # ours, or shared by workers (finalize ends it)
             pid = tags.get("agentic.pid", "")
             here = tags.get("agentic.host") == host and pid.isdigit()
             if here and _alive(int(pid)):

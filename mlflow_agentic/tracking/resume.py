@@ -43,6 +43,9 @@ class ResumePoint:
     attempts: dict[int, Restored] = field(default_factory=dict)
     cut: dict[str, int] = field(default_factory=dict)
     """Attempt runs left RUNNING by the killed process (run id -> index): marked KILLED."""
+    finalizing: bool = False
+    """Workers' attempts being finalized: replayed by a fixed list, the ensemble and the
+    selection rule are finalize's own."""
 
     def recorded(self, name: str) -> str | None:
         """A search parameter as the search ran with it (``resolved.<name>`` under
@@ -51,9 +54,10 @@ class ResumePoint:
 
     def check(self, params: dict, digest: str) -> None:
         """Refuse to continue with other data or settings than the search ran with."""
+        free = ("proposer", "ensemble", "selection") if self.finalizing else ()
         problems = [f"{k}: recorded {self.recorded(k)!r}, now {str(v)!r}"
-                    for k, v in params.items()
-                    if k in MUST_MATCH and self.recorded(k) not in (None, str(v))]
+                    for k, v in params.items() if k in MUST_MATCH and k not in free
+                    and self.recorded(k) not in (None, str(v))]
         if self.tags.get(DIGEST_TAG) != digest:
             problems.insert(0, "the training rows differ (another file, target, split or "
                                "seed)")
@@ -64,9 +68,10 @@ class ResumePoint:
                 "--n-jobs may change), or start a new search without --resume")
 
 
-def load_resume_point(client, run_id: str) -> ResumePoint:
+def load_resume_point(client, run_id: str, finalizing: bool = False) -> ResumePoint:
     """The search run ``run_id`` and its finished attempts; refused (with what to do) when it
-    is not a search run, finished, still running, or recorded without what resuming needs."""
+    is not a search run, finished, still running, or recorded without what resuming needs.
+    ``finalizing``: a shared search run, RUNNING while its workers were (they are done)."""
     from mlflow.exceptions import MlflowException
 
     try:
@@ -81,15 +86,21 @@ def load_resume_point(client, run_id: str) -> ResumePoint:
         raise UserInputError(f"run {run_id} is not a search run (it is "
                              f"{tags.get('agentic.role', 'not mlflow-agentic')}'s); pass the "
                              "search's parent run id")
+    if status == "FINISHED" and finalizing:
+        raise UserInputError(f"search run {run_id} is already finalized; its model is "
+                             "registered. Start a new search with a new --study")
     if status == "FINISHED":
         raise UserInputError(f"search run {run_id} finished; there is nothing to resume. "
                              "Run the command without --resume to start a new search")
-    _refuse_if_running(run_id, status, tags)
+    if not finalizing:
+        _refuse_if_running(run_id, status, tags)
     if DIGEST_TAG not in tags:
         raise UserInputError(f"search run {run_id} was recorded by an older mlflow-agentic "
                              "that did not keep what resuming needs; start a new search")
-    point = ResumePoint(run_id, run.info.experiment_id, dict(run.data.params), dict(tags))
+    point = ResumePoint(run_id, run.info.experiment_id, dict(run.data.params), dict(tags),
+                        finalizing=finalizing)
     metric = point.params.get("metric", "")
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # one line is said
     children = client.search_runs(
         [point.experiment_id], f"tags.`mlflow.parentRunId` = '{run_id}' and "
         "tags.`agentic.role` = 'attempt'", max_results=10000)

@@ -27,9 +27,9 @@ class MlflowTracker(AttemptRecorder):
                  run_name: str | None = None, tracking_uri: str | None = None,
                  auto_finish: bool = True, log_model: bool = True,
                  tags: dict[str, str] | None = None, say=None,
-                 diagnostics: bool = True, resume=None) -> None:
+                 diagnostics: bool = True, resume=None, shared=None) -> None:
         super().__init__(experiment=experiment, run_name=run_name, tracking_uri=tracking_uri,
-                         tags=tags, say=say, resume=resume)
+                         tags=tags, say=say, resume=resume, shared=shared)
         self.register_name = register_name
         self.register = register
         self.alias = alias

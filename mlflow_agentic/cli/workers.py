@@ -1,0 +1,134 @@
+"""``mlflow-agentic worker`` and ``finalize``: one search scaled out over processes and
+machines that share an Optuna study (PostgreSQL) and an MLflow tracking server."""
+
+from __future__ import annotations
+
+import click
+
+from mlflow_agentic.cli.options import (
+    WholeNumber,
+    blank_to_none,
+    encoding_option,
+    exit_on_user_error,
+    split_from,
+    split_list,
+    split_options,
+)
+from mlflow_agentic.engine.settings import SELECTION_RULES
+
+study_option = click.option("--study", required=True,
+                            help="Optuna study name: every worker of one search uses the same.")
+storage_option = click.option(
+    "--storage", required=True, envvar="MLFLOW_AGENTIC_STORAGE",
+    help="Optuna RDB storage URL shared by the workers, e.g. "
+         "postgresql+psycopg2://user@db:5432/optuna ($MLFLOW_AGENTIC_STORAGE). sqlite is "
+         "refused for more than one worker.")
+tracking_option = click.option(
+    "--tracking-uri", callback=blank_to_none,
+    help="MLflow tracking server every worker logs to (default: $MLFLOW_TRACKING_URI or "
+         "sqlite:///mlflow.db for one machine).")
+
+
+def _say(line: str) -> None:
+    click.secho(line, fg="yellow", err=True)
+
+
+@click.command("worker")
+@study_option
+@storage_option
+@click.option("--data", required=True, help="The search's CSV or Parquet file (the same rows "
+              "on every worker: checked by digest).")
+@click.option("--target", callback=blank_to_none, help="Target column (default: detected).")
+@click.option("--trainers", callback=blank_to_none,
+              help="Comma-separated trainers (default: all that fit the task).")
+@click.option("--metric", callback=blank_to_none, help="Metric (default: by task).")
+@click.option("--cv", type=WholeNumber(min=2), default=5, show_default=True,
+              help="Cross-validation folds.")
+@click.option("--seed", type=WholeNumber(), default=0, show_default=True,
+              help="Seed of the split and the folds (the same on every worker).")
+@click.option("--n-trials", type=WholeNumber(min=1), default=20, show_default=True,
+              help="Trials in the study, all workers together; a worker stops when it is full.")
+@click.option("--n-jobs", type=WholeNumber(allow_blank=True), default=None,
+              help="Processes for this worker's CV folds [default: its cores].")
+@click.option("--margin", type=click.FloatRange(0, 1, max_open=True), default=0.01,
+              show_default=True, help="How much a candidate must beat the trivial baseline by.")
+@click.option("--no-prune", is_flag=True, help="Run every fold of every candidate.")
+@click.option("--experiment", callback=blank_to_none,
+              help="MLflow experiment (default: <data file stem>-agentic).")
+@tracking_option
+@split_options
+@encoding_option
+@click.option("--quiet", is_flag=True, help="No progress display.")
+def worker_command(study, storage, data, target, trainers, metric, cv, seed, n_trials, n_jobs,
+                   margin, no_prune, experiment, tracking_uri, time_column, group_column,
+                   holdout_fraction, post_outcome_columns, cv_scheme, keep_flagged_columns,
+                   encoding, quiet) -> None:
+    """Work on a shared search: ask the study for trials, cross-validate them here, record each
+    as a child run of the one search run. Start as many as you like, on any machine; then run
+    `mlflow-agentic finalize` once."""
+    from mlflow_agentic.distributed import run_worker
+    from mlflow_agentic.progress import RichProgress
+
+    state: dict = {}
+
+    def work() -> None:
+        result = run_worker(
+            data, study=study, storage=storage, target=target, trainers=split_list(trainers),
+            metric=metric, cv=cv, cv_scheme=cv_scheme, seed=seed, n_trials=n_trials,
+            n_jobs=n_jobs, margin=margin, prune=not no_prune,
+            split=split_from(time_column, group_column, holdout_fraction,
+                             post_outcome_columns),
+            keep_flagged_columns=keep_flagged_columns, experiment=experiment,
+            tracking_uri=tracking_uri, encoding=encoding,
+            observers=[] if quiet else [RichProgress()], say=_say,
+            tracker_ready=lambda t: state.update(tracker=t))
+        run = result.run
+        click.echo(f"worker done: {len(run.attempts)} attempts ({len(run.valid_attempts)} "
+                   f"verified); {run.stop_reason}")
+        click.echo(f"search run: {result.run_id}")
+        click.echo(f"when every worker is done: mlflow-agentic finalize --study {study} "
+                   f"--storage {storage} --data {data}")
+
+    exit_on_user_error(work, kept=lambda: state["tracker"].recorded()
+                       if "tracker" in state else "")
+
+
+@click.command("finalize")
+@study_option
+@storage_option
+@click.option("--data", required=True, help="The workers' file (checked by digest).")
+@click.option("--register-name", callback=blank_to_none,
+              help="Registered model name (default: <data file stem>-agentic).")
+@click.option("--no-register", is_flag=True, help="Log the best model but do not register it.")
+@click.option("--no-diagnostics", is_flag=True,
+              help="Skip the selected model's holdout diagnostics.")
+@click.option("--selection", type=click.Choice(SELECTION_RULES), default="best",
+              show_default=True, help="Which verified attempt is registered.")
+@click.option("--n-jobs", type=WholeNumber(allow_blank=True), default=None,
+              help="Processes for the refit [default: the cores this process may use].")
+@tracking_option
+@encoding_option
+@click.option("--quiet", is_flag=True, help="No progress display.")
+def finalize_command(study, storage, data, register_name, no_register, no_diagnostics,
+                     selection, n_jobs, tracking_uri, encoding, quiet) -> None:
+    """End a shared search once its workers are done: read every finished attempt back (nothing
+    is fitted again), ensemble, select, refit, score the sealed holdout, register."""
+    import mlflow
+
+    from mlflow_agentic.distributed import finalize
+    from mlflow_agentic.progress import RichProgress
+
+    def work() -> None:
+        result = finalize(data, study=study, storage=storage, tracking_uri=tracking_uri,
+                          register_name=register_name, register=not no_register,
+                          diagnostics=not no_diagnostics, selection=selection, n_jobs=n_jobs,
+                          encoding=encoding, observers=[] if quiet else [RichProgress()],
+                          say=_say)
+        click.echo(result.summary())
+        click.echo(f"search run: {result.run_id} (tracking URI {mlflow.get_tracking_uri()})")
+        if result.model_version is not None:
+            mv = result.model_version
+            click.echo(f"registered: models:/{mv.name} version {mv.version} "
+                       f"({result.alias_note})")
+
+    exit_on_user_error(work)

@@ -1,0 +1,87 @@
+"""``SharedOptunaProposer``: one worker's view of the shared study (ask, tell, heartbeat)."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Sequence
+
+from mlflow_agentic.distributed.study import SharedStudy, heartbeat_seconds
+from mlflow_agentic.engine.types import AttemptRecord, SolutionCandidate, StopKind, StopReason
+from mlflow_agentic.proposers.optuna import OptunaProposer
+
+
+class SharedOptunaProposer(OptunaProposer):
+    """Asks the shared study one trial at a time until it holds ``n_trials``; beats for the
+    trials it holds, so a worker that dies leaves them FAIL (failed by the next worker to ask),
+    never RUNNING forever. The first worker enqueues the trainers' defaults; any worker may
+    take them."""
+
+    batch_size = 1
+
+    def __init__(self, shared: SharedStudy, seed: int, n_trials: int, first: bool) -> None:
+        super().__init__(seed=seed, storage=shared.storage, study_name=shared.name,
+                         seed_defaults=first)
+        self.shared, self.n_trials = shared, n_trials
+        self.stop_reason: StopReason | None = None
+        self._held: dict[int, object] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._beat = threading.Thread(target=self._heartbeat, daemon=True,
+                                      name="optuna-heartbeat")
+
+    def propose_initial(self, dataset, trainers: Sequence[str]) -> list[SolutionCandidate]:
+        if self.seed_defaults:
+            self._create_study(dataset, trainers)
+            self._enqueue_defaults(dataset, trainers)
+        self._beat.start()
+        first = self.propose_next(dataset, (), trainers)
+        return [first] if first is not None else []
+
+    def propose_next(self, dataset, history: Sequence[AttemptRecord], trainers: Sequence[str]
+                     ) -> SolutionCandidate | None:
+        if self.study is None:
+            self._create_study(dataset, trainers)
+        import optuna
+
+        optuna.storages.fail_stale_trials(self.study)  # a dead worker's trial: FAIL
+        n = len(self.study.get_trials(deepcopy=False))
+        if n >= self.n_trials:
+            self.stop_reason = StopReason(StopKind.EXHAUSTED, f"the study has its "
+                                          f"{self.n_trials} trials ({n} asked by all workers)")
+            return None
+        return self._ask(dataset, trainers, None)
+
+    def _candidate(self, dataset, trainers, trial, rationale: str, source: str = ""
+                   ) -> SolutionCandidate:
+        with self._lock:
+            self._held[trial.number] = trial
+        self.storage.record_heartbeat(trial._trial_id)
+        return super()._candidate(dataset, trainers, trial, rationale, source)
+
+    def observe(self, record: AttemptRecord) -> None:
+        super().observe(record)
+        with self._lock:
+            self._held.pop(record.candidate.trial, None)
+
+    def abandon(self) -> None:
+        """This worker stops (an error, SIGTERM): the trials it holds end FAIL now."""
+        from optuna.trial import TrialState
+
+        self._stop.set()
+        with self._lock:
+            held, self._held = list(self._held.values()), {}
+        for trial in held:
+            with contextlib.suppress(Exception):  # already told, or the storage is gone
+                self.study.tell(trial, state=TrialState.FAIL)
+
+    def close(self) -> None:
+        self._stop.set()
+
+    def _heartbeat(self) -> None:
+        while not self._stop.wait(heartbeat_seconds()):
+            with self._lock:
+                ids = [t._trial_id for t in self._held.values()]
+            for trial_id in ids:
+                with contextlib.suppress(Exception):  # the next beat tries again
+                    self.storage.record_heartbeat(trial_id)

@@ -1,0 +1,114 @@
+"""``run_worker``: one process of a scaled-out search (``mlflow-agentic worker``).
+
+Every worker reads the same file and seals the same holdout (same seed), checks that its
+training rows and settings are the study's, then asks the shared study for trials, one at a
+time, until the study holds ``n_trials``. Each attempt is cross-validated here and recorded as a
+child run of the one shared search run, with its out-of-fold and holdout-row outputs, so that
+``finalize`` selects, refits and registers without fitting any attempt again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from mlflow_agentic.data.split import frame_digest
+from mlflow_agentic.distributed.proposer import SharedOptunaProposer
+from mlflow_agentic.distributed.study import SharedStudy, open_storage
+from mlflow_agentic.engine import AgenticAutoML, EngineeringRun
+from mlflow_agentic.engine.settings import SearchSettings
+from mlflow_agentic.metrics import resolve_metric
+from mlflow_agentic.orchestrator import SplitOptions, seal
+from mlflow_agentic.tracking import MlflowTracker
+from mlflow_agentic.tracking.shared import SharedRun, worker_label
+from mlflow_agentic.tracking.store import check_store
+from mlflow_agentic.trainers import resolve_trainers
+
+
+@dataclass
+class WorkerResult:
+    run: EngineeringRun
+    run_id: str
+    """The shared search run."""
+    created: bool
+    """This worker created the study (and the search run)."""
+
+
+def shared_settings(dataset, *, trainers, metric, cv, cv_scheme, seed, margin, prune,
+                    split: SplitOptions, keep_flagged_columns: bool) -> dict:
+    """What every worker and ``finalize`` must agree on: it decides the rows, the folds and
+    how a score counts. Budgets and ``n_jobs`` are each worker's own."""
+    return {"target": dataset.target, "metric": resolve_metric(metric, dataset.task).name,
+            "trainers": list(resolve_trainers(trainers, dataset.task)), "cv": cv,
+            "cv_scheme": cv_scheme, "seed": seed, "margin": margin, "prune": prune,
+            "keep_flagged_columns": keep_flagged_columns,
+            "split": {k: (list(v) if isinstance(v, tuple) else v)
+                      for k, v in dataclasses.asdict(split).items()}}
+
+
+def run_worker(data, *, study: str, storage: str, target: str | None = None,
+               trainers: Sequence[str] | None = None, metric: str | None = None, cv: int = 5,
+               cv_scheme: str = "auto", seed: int = 0, n_trials: int = 20,
+               n_jobs: int | None = None, margin: float = 0.01, prune: bool = True,
+               split: SplitOptions | None = None, keep_flagged_columns: bool = False,
+               experiment: str | None = None, tracking_uri: str | None = None,
+               encoding: str | None = None, observers: Sequence = (),
+               say: Callable[[str], None] | None = None,
+               tracker_ready: Callable[[MlflowTracker], None] | None = None) -> WorkerResult:
+    """Work on study ``study`` in ``storage`` (an Optuna RDB URL) until it holds ``n_trials``
+    trials (all workers together). The first worker creates the study and the search run."""
+    from mlflow_agentic.api import _dataset
+
+    say = say or (lambda line: None)
+    split = split or SplitOptions()
+    dataset = _dataset(data, target, encoding)
+    agreed = shared_settings(dataset, trainers=trainers, metric=metric, cv=cv,
+                             cv_scheme=cv_scheme, seed=seed, margin=margin, prune=prune,
+                             split=split, keep_flagged_columns=keep_flagged_columns)
+    settings = SearchSettings(max_iterations=None, patience=None, max_attempts=n_trials,
+                              cv=cv, cv_scheme=cv_scheme, metric=agreed["metric"],
+                              trainers=tuple(agreed["trainers"]), random_state=seed,
+                              n_jobs=n_jobs, prune=prune, ensemble=False, margin=margin,
+                              refit=False)
+    check_store(tracking_uri)
+    shared = SharedStudy(study, open_storage(storage), storage)
+    shared.open()
+    label = worker_label()
+    shared.register(label)
+    task = seal(dataset, split=split, cv=cv, cv_scheme=cv_scheme, random_state=seed,
+                keep_flagged_columns=keep_flagged_columns)  # before any proposer exists
+    digest = frame_digest(task.dataset.frame)
+    if shared.created:
+        shared.record(digest, agreed)
+        run = SharedRun(None, shared.publish_run, study, label)
+        say(f"created study {study!r}; this worker creates the search run")
+    else:
+        shared.check(digest, agreed)
+        run = SharedRun(shared.run_id(), None, study, label)
+        say(f"joined study {study!r} and search run {run.run_id}")
+    tracker = MlflowTracker(experiment=experiment, tracking_uri=tracking_uri, say=say,
+                            auto_finish=False, shared=run)
+    if tracker_ready is not None:
+        tracker_ready(tracker)
+    # workers seed their samplers apart, or they would propose the same points
+    proposer = SharedOptunaProposer(shared, seed=seed * 1000 + _worker_number(label),
+                                    n_trials=n_trials, first=shared.created)
+    automl = AgenticAutoML(proposer, settings.replace(cv_scheme=task.briefing.cv_scheme),
+                           observers=[tracker, *observers], briefing=task.briefing,
+                           extra_X=task.holdout.dataset.X)  # features only
+    try:
+        result = automl.solve(task.dataset)
+    except BaseException:
+        proposer.abandon()
+        shared.unregister(label, "stopped")
+        raise
+    proposer.close()
+    shared.unregister(label)
+    return WorkerResult(result, tracker.parent_run_id, shared.created)
+
+
+def _worker_number(label: str) -> int:
+    import zlib
+
+    return zlib.crc32(label.encode()) % 997
