@@ -45,6 +45,8 @@ def search(
     patience: int | None = None,
     time_budget: float | None = None,
     n_jobs: int | None = None,
+    backend: str = "local",
+    backend_address: str | None = None,
     ensemble: bool = True,
     prune: bool = True,
     margin: float = 0.01,
@@ -73,7 +75,9 @@ def search(
     returning a proposer (called only after the holdout is sealed). Budgets: ``max_iterations``
     and ``patience`` (default 8 and 3, off with a ``time_budget`` in seconds for the whole call).
     ``selection``: ``best`` (top CV score) or ``one-se`` (the cheapest trainer within one
-    standard error of it). ``split``: a ``SplitOptions`` (time/group column, holdout fraction,
+    standard error of it). ``backend``: where the folds run, ``local`` processes (``n_jobs``)
+    or a ``dask`` or ``ray`` cluster at ``backend_address`` (None: a local one).
+    ``split``: a ``SplitOptions`` (time/group column, holdout fraction,
     post-outcome columns). ``diagnostics``: the selected model's holdout diagnostics (MLflow's
     evaluator, predictions, permutation importance) on its run (~10 s on churn).
     The result carries the run, the briefing, the holdout report, and where MLflow has it
@@ -86,7 +90,8 @@ def search(
     settings = SearchSettings.budgeted(  # every setting, validated here once
         max_iterations=max_iterations, patience=patience, time_budget=time_budget, cv=cv,
         cv_scheme=cv_scheme, metric=metric, trainers=trainers, random_state=seed,
-        n_jobs=n_jobs, prune=prune, ensemble=ensemble, margin=margin, selection=selection)
+        n_jobs=n_jobs, prune=prune, ensemble=ensemble, margin=margin, selection=selection,
+        backend=backend, backend_address=backend_address)
     say = say or _warn
     dataset = _dataset(data, target, encoding)
     for note in dataset.notes:

@@ -165,6 +165,7 @@ def test_a_killed_worker_leaves_its_trial_failed_and_finalize_marks_its_run_kill
     trials = {t.number: t.state for t in study.get_trials()}
     assert all(trials[n] == TrialState.FAIL for n in held)
     run_id = study.user_attrs["mlflow_run_id"]
-    cut = [c for c in child_runs(services, run_id) if int(c.data.tags["optuna.trial"]) in held]
+    cut = [c for c in child_runs(services, run_id)
+           if int(c.data.tags.get("optuna.trial", -1)) in held]
     assert cut and {c.info.status for c in cut} == {"KILLED"}
     assert "1 cut attempt(s) marked KILLED" in err or f"{len(cut)} cut attempt(s)" in err

@@ -42,6 +42,15 @@ from mlflow_agentic.proposers.factory import PROPOSERS, LLMOptions
 @click.option("--n-jobs", type=WholeNumber(allow_blank=True), default=None,
               help="Worker processes for the CV folds; each model is single-threaded "
                    "[default: the cores this process may use; -1: all].")
+@click.option("--backend", type=click.Choice(("local", "dask", "ray")), default="local",
+              show_default=True,
+              help="Where the CV folds run: local processes, or a Dask or Ray cluster (a local "
+                   "one of --n-jobs workers unless --scheduler / --ray-address is given). "
+                   "Needs the [dask] or [ray] extra.")
+@click.option("--scheduler", callback=blank_to_none, metavar="ADDRESS",
+              help="Dask scheduler for --backend dask, e.g. tcp://10.0.0.5:8786.")
+@click.option("--ray-address", callback=blank_to_none, metavar="ADDRESS",
+              help="Ray cluster for --backend ray, e.g. ray://10.0.0.5:10001 or auto.")
 @click.option("--no-ensemble", is_flag=True,
               help="Do not try a greedy ensemble of the verified attempts at the end.")
 @click.option("--no-prune", is_flag=True,
@@ -92,7 +101,8 @@ from mlflow_agentic.proposers.factory import PROPOSERS, LLMOptions
 @encoding_option
 @click.option("--quiet", is_flag=True, help="No progress display; print the summary only.")
 def run_command(data, target, proposer, trainers, max_iterations, patience, time_budget, n_jobs,
-                no_ensemble, no_prune, selection, cv, metric, register_name, no_register,
+                backend, scheduler, ray_address, no_ensemble, no_prune, selection, cv, metric,
+                register_name, no_register,
                 no_diagnostics, experiment, seed, candidates, optuna_storage, margin,
                 tracking_uri, time_column, group_column, holdout_fraction,
                 post_outcome_columns, cv_scheme, keep_flagged_columns, llm_model, llm_base_url,
@@ -104,11 +114,15 @@ def run_command(data, target, proposer, trainers, max_iterations, patience, time
     """
     started = process_started()
     state: dict = {}
+    if (scheduler and backend != "dask") or (ray_address and backend != "ray"):
+        raise click.UsageError("--scheduler goes with --backend dask, --ray-address with "
+                               "--backend ray")
     llm = LLMOptions(llm_model, llm_base_url, max_cost_usd)
     settings = dict(
         data=data, target=target, trainers=split_list(trainers), metric=metric, cv=cv,
         cv_scheme=cv_scheme, seed=seed, max_iterations=max_iterations, patience=patience,
-        time_budget=time_budget, n_jobs=n_jobs, ensemble=not no_ensemble, prune=not no_prune,
+        time_budget=time_budget, n_jobs=n_jobs, backend=backend,
+        backend_address=scheduler or ray_address, ensemble=not no_ensemble, prune=not no_prune,
         margin=margin, selection=selection,
         split=split_from(time_column, group_column, holdout_fraction, post_outcome_columns),
         keep_flagged_columns=keep_flagged_columns, experiment=experiment,

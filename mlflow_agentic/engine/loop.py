@@ -105,13 +105,14 @@ class AgenticAutoML:
             random_state=s.random_state, proposer_name=proposer_name(self.proposer),
             cv_reason=why,
             settings={"verifier_margin": self.verifier.margin, "selection": s.selection,
-                      "n_jobs": self.n_jobs, "pruning": self._pruner_label(),
+                      "n_jobs": self.n_jobs, "backend": s.backend,
+                      "pruning": self._pruner_label(),
                       "ensemble": s.ensemble, "batch_size": self._batch_size(),
                       **s.budget_params()},
             cv_scheme=scheme, briefing=self.briefing, emit=self._emit,
             deadline=None if s.time_budget is None else started + s.time_budget,
         )
-        pool = WorkerPool(self.n_jobs)
+        pool = WorkerPool(self.n_jobs, s.backend, s.backend_address)
         pool.warm_up()  # workers import the scientific stack while the baseline and tracking run
         self._runner = BatchRunner(FoldData(dataset, splits, self.extra_X), pool, metric,
                                    self._make_pruner(), s.random_state)

@@ -130,14 +130,23 @@ def _stop_at_exit(executor) -> None:
 
 class WorkerPool:
     """Runs tasks on ``n_jobs`` worker processes (joblib's loky: reused between searches), or in
-    this process when ``n_jobs == 1``. ``submit`` returns a ``concurrent.futures.Future``; a
-    pending future can be cancelled (pruning, a spent time budget)."""
+    this process when ``n_jobs == 1``; or on a Dask or Ray cluster (``backend``, at ``address``
+    or started locally with ``n_jobs`` workers: ``engine.backends``). ``submit`` returns a
+    ``concurrent.futures.Future``; a pending future can be cancelled (pruning, a spent time
+    budget)."""
 
-    def __init__(self, n_jobs: int = 1) -> None:
+    def __init__(self, n_jobs: int = 1, backend: str = "local",
+                 address: str | None = None) -> None:
         self.n_jobs = max(1, int(n_jobs))
+        self.backend, self.address = backend, address
         self._executor = None
 
     def submit(self, fn: Callable, *args) -> Future:
+        if self.backend != "local":
+            from mlflow_agentic.engine.backends import cluster
+
+            return cluster(self.backend, self.n_jobs, self.address).submit(run_limited, fn,
+                                                                           *args)
         if self.n_jobs == 1:
             future: Future = Future()
             future._agentic_call = (fn, args)  # run lazily, in order, by ``resolve``
@@ -155,19 +164,24 @@ class WorkerPool:
     def warm_up(self) -> None:
         """Start the workers now and have each import what a fold fit needs, in the background
         (a cold worker spends a second or two on imports before its first fold)."""
-        if self.n_jobs > 1:
+        if self.n_jobs > 1 and self.backend == "local":
             for _ in range(self.n_jobs):
                 self.submit(_import_fold_stack)
 
     @property
     def warm(self) -> bool:
         """True when worker processes are up (or none are needed): submitting costs nothing."""
-        return self.n_jobs == 1 or self._executor is not None
+        return self.n_jobs == 1 or self.backend != "local" or self._executor is not None
 
     def abort(self, futures: Iterable[Future] = ()) -> None:
         """Stop what is running or queued now (a spent time budget): in-process ``futures``
-        are cancelled; worker processes are killed (the next ``submit`` starts fresh ones)."""
-        if self._executor is not None:
+        are cancelled; worker processes are killed (the next ``submit`` starts fresh ones); a
+        cluster's tasks are cancelled."""
+        if self.backend != "local":
+            from mlflow_agentic.engine.backends import cluster
+
+            cluster(self.backend, self.n_jobs, self.address).cancel(futures)
+        elif self._executor is not None:
             _kill(self._executor)
             self._executor = None
         else:
@@ -193,7 +207,7 @@ class WorkerPool:
         from concurrent.futures import FIRST_COMPLETED, wait
 
         pending = dict(enumerate(futures))
-        if self.n_jobs == 1:
+        if self.n_jobs == 1 and self.backend == "local":
             for i, future in pending.items():
                 self.resolve(future)
                 yield i, future

@@ -47,6 +47,10 @@ class SearchSettings:
     margin: float = 0.01
     selection: str = "best"
     """``best`` (top CV score) or ``one-se`` (cheapest within one standard error of it)."""
+    backend: str = "local"
+    """Where the fold fits run: ``local`` processes, or a ``dask`` or ``ray`` cluster."""
+    backend_address: str | None = None
+    """The cluster's address (a Dask scheduler, a Ray head); None: a local cluster."""
     refit: bool = True
     """Refit the selected attempt on all training rows (off for a worker of a shared study:
     ``finalize`` selects and refits once, over every worker's attempts)."""
@@ -70,6 +74,8 @@ class SearchSettings:
             raise UserInputError(f"cv must be at least 2 folds, got {self.cv}")
         if self.n_jobs == 0:
             raise UserInputError("n_jobs 0: use 1 or more workers, or -1 for all cores")
+        if self.backend not in ("local", "dask", "ray"):
+            raise UserInputError(f"backend {self.backend!r}: expected local, dask or ray")
         if self.selection not in SELECTION_RULES:
             raise UserInputError(f"selection {self.selection!r}: expected one of "
                                  f"{', '.join(SELECTION_RULES)}")
