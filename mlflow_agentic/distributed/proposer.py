@@ -24,7 +24,7 @@ class SharedOptunaProposer(OptunaProposer):
                          seed_defaults=first)
         self.shared, self.n_trials = shared, n_trials
         self.stop_reason: StopReason | None = None
-        self._held: dict[int, object] = {}
+        self._held: dict[int, int] = {}  # trial number -> trial id
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._beat = threading.Thread(target=self._heartbeat, daemon=True,
@@ -50,14 +50,13 @@ class SharedOptunaProposer(OptunaProposer):
             self.stop_reason = StopReason(StopKind.EXHAUSTED, f"the study has its "
                                           f"{self.n_trials} trials ({n} asked by all workers)")
             return None
-        return self._ask(dataset, trainers, None)
-
-    def _candidate(self, dataset, trainers, trial, rationale: str, source: str = ""
-                   ) -> SolutionCandidate:
+        candidate = self._ask(dataset, trainers, None)
+        trial_id = self.storage.get_trial_id_from_study_id_trial_number(
+            self.storage.get_study_id_from_name(self.study_name), candidate.trial)
+        self.storage.record_heartbeat(trial_id)
         with self._lock:
-            self._held[trial.number] = trial
-        self.storage.record_heartbeat(trial._trial_id)
-        return super()._candidate(dataset, trainers, trial, rationale, source)
+            self._held[candidate.trial] = trial_id
+        return candidate
 
     def observe(self, record: AttemptRecord) -> None:
         super().observe(record)
@@ -70,10 +69,10 @@ class SharedOptunaProposer(OptunaProposer):
 
         self._stop.set()
         with self._lock:
-            held, self._held = list(self._held.values()), {}
-        for trial in held:
+            held, self._held = list(self._held), {}
+        for number in held:
             with contextlib.suppress(Exception):  # already told, or the storage is gone
-                self.study.tell(trial, state=TrialState.FAIL)
+                self.study.tell(number, state=TrialState.FAIL)
 
     def close(self) -> None:
         self._stop.set()
@@ -81,7 +80,7 @@ class SharedOptunaProposer(OptunaProposer):
     def _heartbeat(self) -> None:
         while not self._stop.wait(heartbeat_seconds()):
             with self._lock:
-                ids = [t._trial_id for t in self._held.values()]
+                ids = list(self._held.values())
             for trial_id in ids:
                 with contextlib.suppress(Exception):  # the next beat tries again
                     self.storage.record_heartbeat(trial_id)

@@ -14,6 +14,7 @@ import time
 import warnings
 
 import mlflow
+from mlflow.entities import Dataset as DatasetEntity
 from mlflow.entities import DatasetInput, InputTag, Metric, Param, RunTag
 from mlflow.models import infer_signature
 from mlflow.utils.mlflow_tags import MLFLOW_DATASET_CONTEXT
@@ -170,7 +171,8 @@ class AttemptRecorder(SearchObserver):
                  steps={f"baseline_{metric.name}_fold": context.baseline_fold_scores})
         source = self.dataset_input = _dataset_source(ds)
         self.client.log_inputs(self.parent_run_id, datasets=[DatasetInput(
-            source._to_mlflow_entity(), tags=[InputTag(MLFLOW_DATASET_CONTEXT, "training")])])
+            DatasetEntity(**source.to_dict()),  # the run is named: no active-run stack
+            tags=[InputTag(MLFLOW_DATASET_CONTEXT, "training")])])
         self.client.log_dict(self.parent_run_id, {c: vars(i) for c, i in ds.columns.items()},
                              "columns.json")
         if context.briefing is not None:
