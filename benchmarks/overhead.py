@@ -57,7 +57,8 @@ class Timed:
         return timed
 
 
-def search(data: Path, max_iterations: int, seed: int, tracked: bool, loop_only: bool) -> dict:
+def search(data: Path, max_iterations: int, seed: int, tracked: bool, loop_only: bool,
+           n_jobs: int | None = None) -> dict:
 
     from mlflow_agentic import Dataset, OptunaProposer
     from mlflow_agentic.engine import AgenticAutoML
@@ -72,11 +73,11 @@ def search(data: Path, max_iterations: int, seed: int, tracked: bool, loop_only:
     proposer = Timed(OptunaProposer(seed=seed), "proposing (optuna)", spent)
     if loop_only:
         run = AgenticAutoML(proposer, max_iterations=max_iterations, random_state=seed,
-                            observers=[tracker] if tracker else []).solve(dataset)
+                            n_jobs=n_jobs, observers=[tracker] if tracker else []).solve(dataset)
         holdout_fit = 0.0
     else:
         outcome = run_search(dataset, lambda: proposer, max_iterations=max_iterations,
-                             random_state=seed, tracker=tracker)
+                             random_state=seed, tracker=tracker, n_jobs=n_jobs)
         run, holdout_fit = outcome.run, outcome.holdout.fit_seconds
     wall = time.perf_counter() - start
     fit = run.fit_seconds + holdout_fit
@@ -94,6 +95,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--loop-only", action="store_true",
                         help="the loop + tracking only (no holdout, briefing, holdout scoring)")
+    parser.add_argument("--n-jobs", type=int, default=None,
+                        help="fold workers (1: fitting runs in this process, so wall minus "
+                             "fitting is exactly the rest; default: every core)")
     parser.add_argument("--remote", action="store_true",
                         help="track on an MLflow server backed by PostgreSQL (started here)")
     args = parser.parse_args()
@@ -115,8 +119,9 @@ def measure(args, uri: str) -> None:
     mlflow.MlflowClient().search_experiments()
     store_setup = time.perf_counter() - start
 
-    ref = search(args.data, args.max_iterations, args.seed, False, args.loop_only)
-    tracked = search(args.data, args.max_iterations, args.seed, True, args.loop_only)
+    ref = search(args.data, args.max_iterations, args.seed, False, args.loop_only, args.n_jobs)
+    tracked = search(args.data, args.max_iterations, args.seed, True, args.loop_only,
+                     args.n_jobs)
 
     scope = "loop + tracking only" if args.loop_only else "main job (holdout, briefing, scoring)"
     print(f"tracking: {uri}")
