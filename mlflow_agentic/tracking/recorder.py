@@ -27,6 +27,7 @@ from mlflow_agentic.tracking.lifecycle import RunLifecycle, dataset_source
 from mlflow_agentic.tracking.resume import DIGEST_TAG, ResumePoint, save_outputs
 from mlflow_agentic.tracking.shared import SharedRun
 from mlflow_agentic.tracking.store import Retrying, RetryingClient
+from mlflow_agentic.tracking.writer import BackgroundWriter
 
 TAG_MAX = 5000
 
@@ -100,6 +101,7 @@ class AttemptRecorder(RunLifecycle, SearchObserver):
         attempts' runs are kept as they are."""
         self.shared = shared
         """A worker on a shared study: the search run is created or joined, never ended here."""
+        self._writer = BackgroundWriter()
 
     # ---- search -----------------------------------------------------------------------------
     def on_search_start(self, context: SearchContext) -> None:
@@ -212,12 +214,14 @@ class AttemptRecorder(RunLifecycle, SearchObserver):
         if self.shared is not None:  # numbered across workers by the study's trial
             number = index if trial is None else trial + 1
             extra["worker"] = self.shared.worker
-        run = self.client.create_run(
-            self._experiment_id, run_name=f"{number:02d}-{trainer}",
-            tags={"mlflow.parentRunId": self.parent_run_id, "agentic.role": "attempt",
-                  "attempt.index": str(number), "mlflow.source.name": self._source_name,
-                  "mlflow.runColor": trainer_colour(trainer, self.context.trainers),
-                  **extra, **run_context.search_tags()})
+        tags = {"mlflow.parentRunId": self.parent_run_id, "agentic.role": "attempt",
+                "attempt.index": str(number), "mlflow.source.name": self._source_name,
+                "mlflow.runColor": trainer_colour(trainer, self.context.trainers),
+                **extra, **run_context.search_tags()}  # the search's context: this thread's
+        self._writer.submit(self._create_attempt_run, index, f"{number:02d}-{trainer}", tags)
+
+    def _create_attempt_run(self, index: int, name: str, tags: dict) -> None:
+        run = self.client.create_run(self._experiment_id, run_name=name, tags=tags)
         self._open_children.add(index)
         self.child_run_ids[index] = run.info.run_id
 
@@ -258,12 +262,12 @@ class AttemptRecorder(RunLifecycle, SearchObserver):
 
     def on_attempt_outputs(self, record: AttemptRecord, oof, extra) -> None:
         """What resuming needs to not fit this attempt again (``tracking.resume``)."""
-        save_outputs(self.client, self.child_run_ids[record.index], oof, extra)
+        self._writer.submit(lambda: save_outputs(self.client, self.child_run_ids[record.index],
+                                                 oof, extra))
 
     def on_attempt_end(self, record: AttemptRecord) -> None:
         if record.restored:
             return  # recorded by the search that ran it
-        run_id = self.child_run_ids[record.index]
         m = record.metric
         metrics = {"fit_seconds": record.fit_seconds, "attempt_seconds": record.seconds,
                    "finished_at_search_seconds": record.elapsed}
@@ -292,17 +296,23 @@ class AttemptRecorder(RunLifecycle, SearchObserver):
         tags.update(extra_tags)
         if record.failed:
             tags["error"] = record.error
-            if record.traceback:
-                self.client.log_text(run_id, record.traceback, "error.txt")
         if record.pruned is not None:  # partial folds: logged, never as the CV score
             tags["pruned"] = "true"
             steps[f"partial_{m}_fold"] = record.fold_scores
+        self._writer.submit(self._end_attempt_run, record, metrics, params, tags, steps)
+
+    def _end_attempt_run(self, record: AttemptRecord, metrics: dict, params: dict, tags: dict,
+                         steps: dict) -> None:
+        run_id = self.child_run_ids[record.index]
+        if record.failed and record.traceback:
+            self.client.log_text(run_id, record.traceback, "error.txt")
         self.log(run_id, metrics, params, tags, steps=steps)
         self.client.set_terminated(run_id, "FAILED" if record.failed else "FINISHED")
         self._open_children.discard(record.index)
         self._ended.append(record.index)
 
     def on_search_end(self, run: EngineeringRun) -> None:
+        self._writer.flush()  # every attempt's run written before the search's totals
         if self.shared is not None:  # finalize records the search as a whole
             self._worker_note(f"done: {len(run.attempts)} attempts; {run.stop_reason}")
             return
@@ -352,8 +362,10 @@ class AttemptRecorder(RunLifecycle, SearchObserver):
         status = "KILLED" if isinstance(error, (KeyboardInterrupt, SystemExit)) else "FAILED"
         reason = f"{type(error).__name__}: {error}"[:TAG_MAX]
         try:
-            if self._retrying is not None and not self._retrying.down:
+            if self._retrying is not None:
                 self._retrying.window = min(self._retrying.window, 30.0)
+            self._writer.flush(raise_error=False)  # the attempts that finished stay recorded
+            if self._retrying is not None and not self._retrying.down:
                 for index in sorted(self._open_children):
                     self.client.set_terminated(self.child_run_ids[index], status)
                 if self.parent_run_id and self.shared is not None:  # the others go on
