@@ -42,6 +42,15 @@ class Timed:
         else:
             setattr(self._inner, attr, value)
 
+    def _phase(self, attr: str) -> str:
+        """The tracker's time in two parts: per attempt while the search runs, and once at the
+        end (the search's totals, the model logged and registered)."""
+        if self._label != "tracking":
+            return self._label
+        if attr in ("finish", "on_search_end"):
+            return "tracking at the end (totals, model logged, registered)"
+        return "tracking while searching (runs, attempts)"
+
     def __getattr__(self, attr):
         value = getattr(self._inner, attr)
         if not callable(value):
@@ -52,7 +61,7 @@ class Timed:
             try:
                 return value(*args, **kwargs)
             finally:
-                self._spent[self._label] += time.perf_counter() - start
+                self._spent[self._phase(attr)] += time.perf_counter() - start
 
         return timed
 
@@ -69,7 +78,7 @@ def search(data: Path, max_iterations: int, seed: int, tracked: bool, loop_only:
     start = time.perf_counter()
     dataset = Dataset.from_path(data)
     spent["load data"] = time.perf_counter() - start
-    tracker = Timed(MlflowTracker(), "tracking + model logging", spent) if tracked else None
+    tracker = Timed(MlflowTracker(), "tracking", spent) if tracked else None
     proposer = Timed(OptunaProposer(seed=seed), "proposing (optuna)", spent)
     if loop_only:
         run = AgenticAutoML(proposer, max_iterations=max_iterations, random_state=seed,
@@ -133,6 +142,9 @@ def measure(args, uri: str) -> None:
     print(f"  {'total wall':<50}{tracked['wall']:>9.2f}")
     print(f"  (opening the store, once per store, not included: {store_setup:.2f} s)")
     non_fit = 1 - tracked["fit"] / tracked["wall"]
+    during = tracked["spent"].get("tracking while searching (runs, attempts)", 0.0)
+    print(f"\ntracking while searching, share of wall: {during / tracked['wall']:.1%}   "
+          "(target with a remote server, issue 13: < 5%)")
     ref_non_fit = 1 - ref["fit"] / ref["wall"]
     print(f"\nnon-fitting share, tracked run:    {non_fit:.1%}   (target < 10%)")
     print(f"non-fitting share, reference run:  {ref_non_fit:.1%}   (engine alone, no MLflow)")

@@ -134,7 +134,6 @@ class AttemptRecorder(RunLifecycle, SearchObserver):
         self.parent_run_id = run.info.run_id
         self._experiment_id = run.info.experiment_id
         self._source_name = run.data.tags.get("mlflow.source.name", "")
-        self._notice_stale_searches()
         if self.shared is not None:
             self.tags.update({"agentic.study": self.shared.study, "workers": "shared"})
         tags = {"mlflow.runName": name, "agentic.role": "search", "agentic.host":
@@ -148,21 +147,29 @@ class AttemptRecorder(RunLifecycle, SearchObserver):
         tags.update({f"excluded.{c}": why for c, why in ds.excluded_columns.items()})
         # Under `mlflow run` the project's parameters are already logged (params are immutable):
         # a resolved value that differs from a given one goes under `resolved.<name>`.
-        given = self.client.get_run(self.parent_run_id).data.params
+        given = run.data.params
         params = {(k if given.get(k, str(v)) == str(v) else f"resolved.{k}"): v
                   for k, v in params.items()}
+        self.dataset_input = dataset_source(ds)
+        # the rest on the writer's thread: the first candidates' folds start meanwhile
+        self._writer.submit(self._record_search, context, metrics, params, tags)
+        if self.shared is not None:
+            self.shared.publish(self.parent_run_id)
+
+    def _record_search(self, context: SearchContext, metrics: dict, params: dict,
+                       tags: dict) -> None:
+        """The search run's parameters, dataset, columns and briefing; runs left stale."""
+        ds = context.dataset
+        self._notice_stale_searches()
         self.log(self.parent_run_id, metrics, params, tags,
-                 steps={f"baseline_{metric.name}_fold": context.baseline_fold_scores})
-        source = self.dataset_input = dataset_source(ds)
+                 steps={f"baseline_{context.metric.name}_fold": context.baseline_fold_scores})
         self.client.log_inputs(self.parent_run_id, datasets=[DatasetInput(
-            DatasetEntity(**source.to_dict()),  # the run is named: no active-run stack
+            DatasetEntity(**self.dataset_input.to_dict()),  # the run is named, not active
             tags=[InputTag(MLFLOW_DATASET_CONTEXT, "training")])])
         self.client.log_dict(self.parent_run_id, {c: vars(i) for c, i in ds.columns.items()},
                              "columns.json")
         if context.briefing is not None:
             self._log_briefing(context.briefing)
-        if self.shared is not None:
-            self.shared.publish(self.parent_run_id)
 
     def _connect(self) -> None:
         if self.tracking_uri:
