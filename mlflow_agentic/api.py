@@ -142,9 +142,7 @@ def _resume_point(run_id, uri: str, proposer):
     before anything is sealed or logged."""
     import os
 
-    import mlflow
-
-    from mlflow_agentic.tracking.resume import ResumePoint, load_resume_point
+    from mlflow_agentic.tracking.resume import ResumePoint, read_search
 
     if isinstance(run_id, ResumePoint):
         return run_id
@@ -152,7 +150,7 @@ def _resume_point(run_id, uri: str, proposer):
         raise UserInputError("--resume continues the search in its own run, which `mlflow run` "
                              "cannot reopen; resume with mlflow-agentic run ... --resume "
                              f"{run_id}")
-    point = load_resume_point(mlflow.MlflowClient(tracking_uri=uri), run_id)
+    point = read_search(run_id, uri)
     if "llm" in (proposer, point.recorded("proposer")):
         raise UserInputError(
             f"search run {run_id} cannot be resumed: an LLM search is not resumable yet (its "

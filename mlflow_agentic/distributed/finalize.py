@@ -26,10 +26,8 @@ def finalize(data, *, study: str, storage: str, tracking_uri: str | None = None,
              say: Callable[[str], None] | None = None) -> SearchResult:
     """Select, refit, score on the holdout and register the search of study ``study``. ``data``
     must be the workers' file (its training rows are checked against the study's)."""
-    import mlflow
-
     from mlflow_agentic.api import search
-    from mlflow_agentic.tracking.resume import load_resume_point
+    from mlflow_agentic.tracking.resume import read_search
 
     shared = SharedStudy(study, open_storage(storage), storage)
     shared.open(create=False)
@@ -42,7 +40,7 @@ def finalize(data, *, study: str, storage: str, tracking_uri: str | None = None,
             f"Finalize when they are done (a worker that died has its trial failed "
             f"{grace_seconds()}s after its last heartbeat)")
     uri = check_store(tracking_uri)
-    point = load_resume_point(mlflow.MlflowClient(tracking_uri=uri), run_id, finalizing=True)
+    point = read_search(run_id, uri, finalizing=True)
     if not point.attempts:
         raise UserInputError(f"search run {run_id} of study {study!r} has no finished attempt "
                              "to finalize; run workers first")

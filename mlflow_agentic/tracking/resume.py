@@ -68,6 +68,13 @@ class ResumePoint:
                 "--n-jobs may change), or start a new search without --resume")
 
 
+def read_search(run_id: str, tracking_uri: str, finalizing: bool = False) -> ResumePoint:
+    """``load_resume_point`` against the store at ``tracking_uri``."""
+    import mlflow
+
+    return load_resume_point(mlflow.MlflowClient(tracking_uri=tracking_uri), run_id, finalizing)
+
+
 def load_resume_point(client, run_id: str, finalizing: bool = False) -> ResumePoint:
     """The search run ``run_id`` and its finished attempts; refused (with what to do) when it
     is not a search run, finished, still running, or recorded without what resuming needs.
