@@ -169,3 +169,20 @@ def test_a_killed_worker_leaves_its_trial_failed_and_finalize_marks_its_run_kill
            if int(c.data.tags.get("optuna.trial", -1)) in held]
     assert cut and {c.info.status for c in cut} == {"KILLED"}
     assert "1 cut attempt(s) marked KILLED" in err or f"{len(cut)} cut attempt(s)" in err
+
+
+def test_with_finalize_the_last_worker_finalizes_once(services, churn_csv):
+    workers = [start(services, "worker", "last", churn_csv, "--trainers", "linear,xgboost",
+                     "--n-trials", "8", "--finalize", "--register-name", "last-worker")
+               for _ in range(2)]
+    results = [finish(w) for w in workers]
+    assert [r[0] for r in results] == [0, 0], results
+    finalizers = [r for r in results if "this worker finished last: finalizing" in r[2]]
+    assert len(finalizers) == 1
+    assert "registered: models:/last-worker version 1" in finalizers[0][1]
+    assert sum("another worker finalizes the search" in r[1] for r in results) == 1
+    client = mlflow.MlflowClient(tracking_uri=services.tracking,
+                                 registry_uri=services.tracking)
+    assert len(client.search_model_versions("name = 'last-worker'")) == 1
+    study = optuna.load_study(study_name="last", storage=services.storage)
+    assert client.get_run(study.user_attrs["mlflow_run_id"]).info.status == "FINISHED"

@@ -55,14 +55,19 @@ def _say(line: str) -> None:
 @click.option("--no-prune", is_flag=True, help="Run every fold of every candidate.")
 @click.option("--experiment", callback=blank_to_none,
               help="MLflow experiment (default: <data file stem>-agentic).")
+@click.option("--finalize", "finalize_last", is_flag=True,
+              help="The last worker to finish (no trial still running) finalizes the search, "
+                   "once: no separate finalize command needed.")
+@click.option("--register-name", callback=blank_to_none,
+              help="Registered model name when this worker finalizes.")
 @tracking_option
 @split_options
 @encoding_option
 @click.option("--quiet", is_flag=True, help="No progress display.")
 def worker_command(study, storage, data, target, trainers, metric, cv, seed, n_trials, n_jobs,
-                   margin, no_prune, experiment, tracking_uri, time_column, group_column,
-                   holdout_fraction, post_outcome_columns, cv_scheme, keep_flagged_columns,
-                   encoding, quiet) -> None:
+                   margin, no_prune, experiment, finalize_last, register_name, tracking_uri,
+                   time_column, group_column, holdout_fraction, post_outcome_columns,
+                   cv_scheme, keep_flagged_columns, encoding, quiet) -> None:
     """Work on a shared search: ask the study for trials, cross-validate them here, record each
     as a child run of the one search run. Start as many as you like, on any machine; then run
     `mlflow-agentic finalize` once."""
@@ -81,13 +86,19 @@ def worker_command(study, storage, data, target, trainers, metric, cv, seed, n_t
             keep_flagged_columns=keep_flagged_columns, experiment=experiment,
             tracking_uri=tracking_uri, encoding=encoding,
             observers=[] if quiet else [RichProgress()], say=_say,
-            tracker_ready=lambda t: state.update(tracker=t))
+            tracker_ready=lambda t: state.update(tracker=t), finalize_last=finalize_last,
+            register_name=register_name)
         run = result.run
         click.echo(f"worker done: {len(run.attempts)} attempts ({len(run.valid_attempts)} "
                    f"verified); {run.stop_reason}")
         click.echo(f"search run: {result.run_id}")
-        click.echo(f"when every worker is done: mlflow-agentic finalize --study {study} "
-                   f"--storage {storage} --data {data}")
+        if result.finalized is not None:
+            _report_finalized(result.finalized)
+        elif finalize_last:
+            click.echo("another worker finalizes the search (the last one to finish)")
+        else:
+            click.echo(f"when every worker is done: mlflow-agentic finalize --study {study} "
+                       f"--storage {storage} --data {data}")
 
     exit_on_user_error(work, kept=lambda: state["tracker"].recorded()
                        if "tracker" in state else "")
@@ -113,22 +124,24 @@ def finalize_command(study, storage, data, register_name, no_register, no_diagno
                      selection, n_jobs, tracking_uri, encoding, quiet) -> None:
     """End a shared search once its workers are done: read every finished attempt back (nothing
     is fitted again), ensemble, select, refit, score the sealed holdout, register."""
-    import mlflow
-
     from mlflow_agentic.distributed import finalize
     from mlflow_agentic.progress import RichProgress
 
     def work() -> None:
-        result = finalize(data, study=study, storage=storage, tracking_uri=tracking_uri,
-                          register_name=register_name, register=not no_register,
-                          diagnostics=not no_diagnostics, selection=selection, n_jobs=n_jobs,
-                          encoding=encoding, observers=[] if quiet else [RichProgress()],
-                          say=_say)
-        click.echo(result.summary())
-        click.echo(f"search run: {result.run_id} (tracking URI {mlflow.get_tracking_uri()})")
-        if result.model_version is not None:
-            mv = result.model_version
-            click.echo(f"registered: models:/{mv.name} version {mv.version} "
-                       f"({result.alias_note})")
+        _report_finalized(finalize(
+            data, study=study, storage=storage, tracking_uri=tracking_uri,
+            register_name=register_name, register=not no_register,
+            diagnostics=not no_diagnostics, selection=selection, n_jobs=n_jobs,
+            encoding=encoding, observers=[] if quiet else [RichProgress()], say=_say))
 
     exit_on_user_error(work)
+
+
+def _report_finalized(result) -> None:
+    import mlflow
+
+    click.echo(result.summary())
+    click.echo(f"search run: {result.run_id} (tracking URI {mlflow.get_tracking_uri()})")
+    if result.model_version is not None:
+        mv = result.model_version
+        click.echo(f"registered: models:/{mv.name} version {mv.version} ({result.alias_note})")

@@ -155,6 +155,17 @@ class SharedStudy:
     def unregister(self, label: str, note: str = "done") -> None:
         self.study.set_user_attr(WORKER_PREFIX + label, note)
 
+    def claim_finalize(self) -> bool:
+        """True for exactly one caller: the storage refuses a second study of that name, the
+        same guarantee that makes one worker the creator."""
+        import optuna
+
+        try:
+            optuna.create_study(study_name=f"{self.name}.finalize", storage=self.storage)
+        except optuna.exceptions.DuplicatedStudyError:
+            return False
+        return True
+
     def running_trials(self) -> list:
         """Trials still under way, after failing those whose worker stopped beating."""
         import optuna

@@ -33,6 +33,8 @@ class WorkerResult:
     """The shared search run."""
     created: bool
     """This worker created the study (and the search run)."""
+    finalized: object = None
+    """The ``SearchResult`` when this worker was the last and finalized the search."""
 
 
 def shared_settings(dataset, *, trainers, metric, cv, cv_scheme, seed, margin, prune,
@@ -55,9 +57,12 @@ def run_worker(data, *, study: str, storage: str, target: str | None = None,
                experiment: str | None = None, tracking_uri: str | None = None,
                encoding: str | None = None, observers: Sequence = (),
                say: Callable[[str], None] | None = None,
-               tracker_ready: Callable[[MlflowTracker], None] | None = None) -> WorkerResult:
+               tracker_ready: Callable[[MlflowTracker], None] | None = None,
+               finalize_last: bool = False, register_name: str | None = None,
+               diagnostics: bool = True) -> WorkerResult:
     """Work on study ``study`` in ``storage`` (an Optuna RDB URL) until it holds ``n_trials``
-    trials (all workers together). The first worker creates the study and the search run."""
+    trials (all workers together). The first worker creates the study and the search run.
+    ``finalize_last``: the last worker to finish (no trial still running) finalizes, once."""
     from mlflow_agentic.api import _dataset
 
     say = say or (lambda line: None)
@@ -105,7 +110,17 @@ def run_worker(data, *, study: str, storage: str, target: str | None = None,
         raise
     proposer.close()
     shared.unregister(label)
-    return WorkerResult(result, tracker.parent_run_id, shared.created)
+    done = WorkerResult(result, tracker.parent_run_id, shared.created)
+    full = len(shared.study.get_trials(deepcopy=False)) >= n_trials  # not stopped early
+    if finalize_last and full and not shared.running_trials() and shared.claim_finalize():
+        from mlflow_agentic.distributed.finalize import finalize
+
+        say("this worker finished last: finalizing the search")
+        done.finalized = finalize(dataset, study=study, storage=storage,
+                                  tracking_uri=tracking_uri, register_name=register_name,
+                                  diagnostics=diagnostics, n_jobs=n_jobs, observers=observers,
+                                  say=say)
+    return done
 
 
 def _worker_number(label: str) -> int:
