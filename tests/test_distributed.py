@@ -110,7 +110,11 @@ def test_two_workers_one_study_one_search_run_one_registered_version(services, c
     selected = client.get_run(version.run_id)
     assert selected.data.tags["mlflow.parentRunId"] == run_id
     assert selected.data.tags["selected"] == "true"
-    assert client.get_run(run_id).info.status == "FINISHED"
+    parent = client.get_run(run_id)
+    assert parent.info.status == "FINISHED"
+    assert parent.data.tags["stop_reason"] == (f"finalized: the {len(children)} attempts of its "
+                                               "workers")
+    assert parent.data.tags["finalized"].startswith(f"{len(children)} finished attempt(s)")
     assert len(child_runs(services, run_id)) == len(children) + 1  # + the ensemble, once
 
     code, _, err = finish(start(services, "finalize", "two", churn_csv))

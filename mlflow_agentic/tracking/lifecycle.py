@@ -65,12 +65,16 @@ class RunLifecycle:
         for stale in ("error", "kept"):  # the interruption's; the resumed search says its own
             if stale in point.tags:
                 self.client.delete_tag(self.parent_run_id, stale)
-        resumed = int(point.tags.get("resumed", "0")) + 1
         note = (f"{len(point.attempts)} finished attempt(s) read back, not run again; "
                 f"{len(point.cut)} cut attempt(s) marked KILLED")
+        if point.finalizing:
+            what = {"finalized": note}
+        else:
+            resumed = int(point.tags.get("resumed", "0")) + 1
+            what = {"resumed": str(resumed), f"resume.{resumed}": note}
         self.log(self.parent_run_id, {}, {}, {
-            "status": "running", "resumed": str(resumed), f"resume.{resumed}": note,
-            "agentic.host": socket.gethostname(), "agentic.pid": str(os.getpid())})
+            "status": "running", **what, "agentic.host": socket.gethostname(),
+            "agentic.pid": str(os.getpid())})
         self.dataset_input = dataset_source(ds)  # logged when the search started
         verb = "finalizing" if point.finalizing else "resuming"
         self.say(f"{verb} search run {self.parent_run_id}: {note}")

@@ -331,6 +331,9 @@ class AttemptRecorder(RunLifecycle, SearchObserver):
                    "search_fit_seconds": run.fit_seconds}
         tags = {"stop_reason": run.stop_reason, "summary": run.summary(),
                 "stop_kind": run.stop.kind.value if run.stop else "none"}
+        if self.resume is not None and self.resume.finalizing:  # the replay's stop says nothing
+            tags.update(stop_reason=f"finalized: the {len(self.resume.attempts)} attempts of "
+                                    f"its workers", stop_kind="workers")
         best = run.best_attempt
         if best is not None:  # the same names as on the attempt's own run
             metrics.update({f"cv_{m}": best.score, f"cv_{m}_std": best.score_std})
