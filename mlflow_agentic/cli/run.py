@@ -17,6 +17,7 @@ from mlflow_agentic.cli.options import (
     split_list,
     split_options,
 )
+from mlflow_agentic.engine.backends import BACKENDS
 from mlflow_agentic.engine.settings import SELECTION_RULES
 from mlflow_agentic.errors import UserInputError
 from mlflow_agentic.proposers.factory import PROPOSERS, LLMOptions
@@ -42,7 +43,7 @@ from mlflow_agentic.proposers.factory import PROPOSERS, LLMOptions
 @click.option("--n-jobs", type=WholeNumber(allow_blank=True), default=None,
               help="Worker processes for the CV folds; each model is single-threaded "
                    "[default: the cores this process may use; -1: all].")
-@click.option("--backend", type=click.Choice(("local", "dask", "ray")), default="local",
+@click.option("--backend", type=click.Choice(BACKENDS), default="local",
               show_default=True,
               help="Where the CV folds run: local processes, or a Dask or Ray cluster (a local "
                    "one of --n-jobs workers unless --scheduler / --ray-address is given). "

@@ -15,6 +15,7 @@ import time
 import warnings
 
 from mlflow_agentic.errors import UserInputError
+from mlflow_agentic.tracking.shared import process_alive
 
 HEARTBEAT_ENV = "MLFLOW_AGENTIC_HEARTBEAT_SECONDS"
 """How often a worker beats for the trials it holds (default 10 s); a trial whose worker has
@@ -180,10 +181,4 @@ def _maybe_alive(label: str) -> bool:
     host, _, pid = label.rpartition("-")
     if host != socket.gethostname() or not pid.isdigit():
         return True
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return process_alive(int(pid))

@@ -237,7 +237,7 @@ class BatchRunner:
                 continue
             out = state.outcome
             utility = spread = None
-            if out.error is None and out.pruned is None and out.fold_scores:
+            if out.complete:
                 utility = self.metric.utility(float(np.mean(out.fold_scores)))
                 spread = float(np.std(out.fold_scores))
             self.pruner.tell(state.trial, utility, pruned=out.pruned is not None,

@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from mlflow_agentic.engine.backends import BACKENDS
 from mlflow_agentic.errors import UserInputError, did_you_mean
 
 SELECTION_RULES = ("best", "one-se")
@@ -74,8 +75,9 @@ class SearchSettings:
             raise UserInputError(f"cv must be at least 2 folds, got {self.cv}")
         if self.n_jobs == 0:
             raise UserInputError("n_jobs 0: use 1 or more workers, or -1 for all cores")
-        if self.backend not in ("local", "dask", "ray"):
-            raise UserInputError(f"backend {self.backend!r}: expected local, dask or ray")
+        if self.backend not in BACKENDS:
+            raise UserInputError(f"backend {self.backend!r}: expected "
+                                 f"{', '.join(BACKENDS[:-1])} or {BACKENDS[-1]}")
         if self.selection not in SELECTION_RULES:
             raise UserInputError(f"selection {self.selection!r}: expected one of "
                                  f"{', '.join(SELECTION_RULES)}")

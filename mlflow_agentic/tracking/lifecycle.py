@@ -17,16 +17,7 @@ from mlflow.models import infer_signature
 from mlflow_agentic.engine.observer import SearchContext
 from mlflow_agentic.tracking import context as run_context
 from mlflow_agentic.tracking import models
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process: alive
-        return True
-    return True
+from mlflow_agentic.tracking.shared import process_alive
 
 
 def dataset_source(ds):
@@ -108,7 +99,7 @@ class RunLifecycle:
                 continue  # ours, or shared by workers (finalize ends it)
             pid = tags.get("agentic.pid", "")
             here = tags.get("agentic.host") == host and pid.isdigit()
-            if here and _alive(int(pid)):
+            if here and process_alive(int(pid)):
                 continue  # another search running now on this machine
             if here:
                 children = self.client.search_runs(

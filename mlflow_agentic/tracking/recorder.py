@@ -20,6 +20,7 @@ from mlflow.utils.mlflow_tags import MLFLOW_DATASET_CONTEXT
 
 from mlflow_agentic.data.split import frame_digest
 from mlflow_agentic.engine.observer import SearchContext, SearchObserver
+from mlflow_agentic.engine.restore import recorded_value
 from mlflow_agentic.engine.types import AttemptRecord, EngineeringRun, SolutionCandidate
 from mlflow_agentic.scoring.plot import trainer_colour
 from mlflow_agentic.tracking import context as run_context
@@ -34,8 +35,6 @@ TAG_MAX = 5000
 
 def _or_off(value):
     return "off" if value is None else value
-
-
 
 
 def _say(line: str) -> None:
@@ -55,8 +54,6 @@ def _ranges(indices: list[int]) -> str:
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
-
-
 
 
 class AttemptRecorder(RunLifecycle, SearchObserver):
@@ -466,6 +463,6 @@ class AttemptRecorder(RunLifecycle, SearchObserver):
         self.client.log_batch(
             run_id,
             metrics=[Metric(k, float(v), ts, 0) for k, v in metrics.items()] + series,
-            params=[Param(k, str(v)[:6000]) for k, v in params.items()],
+            params=[Param(k, recorded_value(v)) for k, v in params.items()],
             tags=[RunTag(k, str(v)[:TAG_MAX]) for k, v in tags.items()],
         )

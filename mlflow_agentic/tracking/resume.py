@@ -19,6 +19,7 @@ import numpy as np
 from mlflow_agentic.engine.batch import Outcome
 from mlflow_agentic.engine.restore import Restored
 from mlflow_agentic.errors import UserInputError
+from mlflow_agentic.tracking.shared import process_alive
 
 OUTPUTS_ARTIFACT = "outputs.npz"
 """On each complete attempt's run: ``oof`` (out-of-fold output on the training rows) and, when
@@ -126,12 +127,8 @@ def _refuse_if_running(run_id: str, status: str, tags: dict) -> None:
         return  # KILLED or FAILED: its process is gone
     pid, host = tags.get("agentic.pid", ""), tags.get("agentic.host", "?")
     if host == socket.gethostname() and pid.isdigit():
-        try:
-            os.kill(int(pid), 0)
-        except ProcessLookupError:
+        if not process_alive(int(pid)):
             return  # killed (-9, a reboot): resumable
-        except PermissionError:
-            pass
         raise UserInputError(f"search run {run_id} is still running (pid {pid}); stop it "
                              f"first (kill {pid}), then resume it")
     if host != socket.gethostname():
