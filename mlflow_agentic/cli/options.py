@@ -188,6 +188,11 @@ def exit_on_user_error(work: Callable[[], None],
         signal.signal(signal.SIGTERM, previous)
 
 
+def say_note(line: str) -> None:
+    """A note while a command runs (how a file was read, store retries): yellow, on stderr."""
+    click.secho(line, fg="yellow", err=True)
+
+
 def _stopped(how: str, kept: str) -> None:
     if kept:
         click.secho(f"{how}: kept {kept}; the attempt under way and the search run are marked "

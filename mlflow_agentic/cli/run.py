@@ -13,6 +13,7 @@ from mlflow_agentic.cli.options import (
     exit_on_user_error,
     optional_float,
     process_started,
+    say_note,
     split_from,
     split_list,
     split_options,
@@ -160,15 +161,12 @@ def _run(state: dict, *, replay, proposer, quiet, kwargs) -> None:
         proposer = "llm"
         kwargs["llm"].recording = load_llm_recording(replay)  # fails before anything is logged
 
-    def say(line: str) -> None:
-        click.secho(line, fg="yellow", err=True)
-
     tracker = state["tracker"] = MlflowTracker(
         experiment=kwargs["experiment"], register_name=kwargs["register_name"],
-        register=kwargs["register"], tracking_uri=kwargs["tracking_uri"], say=say,
+        register=kwargs["register"], tracking_uri=kwargs["tracking_uri"], say=say_note,
         diagnostics=kwargs["diagnostics"])
     outcome = search(proposer=proposer, observers=[] if quiet else [RichProgress()],
-                     tracker=tracker, say=say, **kwargs)
+                     tracker=tracker, say=say_note, **kwargs)
     result = outcome.run
 
     click.echo(outcome.summary())

@@ -10,6 +10,7 @@ from mlflow_agentic.cli.options import (
     blank_to_none,
     encoding_option,
     exit_on_user_error,
+    say_note,
     split_from,
     split_list,
     split_options,
@@ -27,10 +28,6 @@ tracking_option = click.option(
     "--tracking-uri", callback=blank_to_none,
     help="MLflow tracking server every worker logs to (default: $MLFLOW_TRACKING_URI or "
          "sqlite:///mlflow.db for one machine).")
-
-
-def _say(line: str) -> None:
-    click.secho(line, fg="yellow", err=True)
 
 
 @click.command("worker")
@@ -85,7 +82,7 @@ def worker_command(study, storage, data, target, trainers, metric, cv, seed, n_t
                              post_outcome_columns),
             keep_flagged_columns=keep_flagged_columns, experiment=experiment,
             tracking_uri=tracking_uri, encoding=encoding,
-            observers=[] if quiet else [RichProgress()], say=_say,
+            observers=[] if quiet else [RichProgress()], say=say_note,
             tracker_ready=lambda t: state.update(tracker=t), finalize_last=finalize_last,
             register_name=register_name)
         run = result.run
@@ -132,7 +129,7 @@ def finalize_command(study, storage, data, register_name, no_register, no_diagno
             data, study=study, storage=storage, tracking_uri=tracking_uri,
             register_name=register_name, register=not no_register,
             diagnostics=not no_diagnostics, selection=selection, n_jobs=n_jobs,
-            encoding=encoding, observers=[] if quiet else [RichProgress()], say=_say))
+            encoding=encoding, observers=[] if quiet else [RichProgress()], say=say_note))
 
     exit_on_user_error(work)
 
