@@ -40,6 +40,21 @@ def scripted_frame(n: int = 400, seed: int = 0) -> pd.DataFrame:
                          "target": y})
 
 
+@pytest.fixture(scope="session")
+def docker_sandbox():
+    """The real Docker daemon and sandbox image (.ci/start-docker.sh); missing fails in CI."""
+    import os
+
+    from mlflow_agentic.sandbox import DockerSandbox, Limits, SandboxUnavailable
+
+    try:
+        return DockerSandbox(limits=Limits(memory="512m", cpus=1, timeout=60)).check()
+    except SandboxUnavailable as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI starts dockerd and builds the image: {exc}")
+        pytest.skip(str(exc))
+
+
 @pytest.fixture
 def tracking_uri(tmp_path, monkeypatch) -> str:
     """A fresh sqlite MLflow store (tracking + registry) under tmp_path, set as the default."""

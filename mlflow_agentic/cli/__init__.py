@@ -10,6 +10,7 @@ from mlflow_agentic.cli.compare import compare_command
 from mlflow_agentic.cli.options import EXIT_USER_ERROR
 from mlflow_agentic.cli.promote import promote_command
 from mlflow_agentic.cli.run import run_command
+from mlflow_agentic.cli.sandbox import sandbox_group
 from mlflow_agentic.cli.workers import finalize_command, worker_command
 
 
@@ -26,5 +27,6 @@ main.add_command(promote_command)
 main.add_command(bench)
 main.add_command(worker_command)
 main.add_command(finalize_command)
+main.add_command(sandbox_group)
 
 __all__ = ["EXIT_USER_ERROR", "main"]
