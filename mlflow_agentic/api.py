@@ -9,6 +9,7 @@ validated in ``engine.settings``); the CLI only parses flags into these argument
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -21,6 +22,7 @@ from mlflow_agentic.errors import UserInputError
 from mlflow_agentic.metrics import resolve_metric
 from mlflow_agentic.orchestrator import run_search
 from mlflow_agentic.proposers.factory import (
+    CodeOptions,
     LLMOptions,
     build_proposer,
     check_llm_endpoint,
@@ -59,6 +61,7 @@ def search(
     diagnostics: bool = True,
     tracking_uri: str | None = None,
     llm=None,
+    code: CodeOptions | None = None,
     candidates: str | None = None,
     optuna_storage: str | None = None,
     encoding: str | None = None,
@@ -84,8 +87,16 @@ def search(
     (``run_id``, ``model_uri``, ``model_version``). ``say`` gets notes (how the file was read,
     tracking retries, stale runs); default: warnings. ``resume``: the run id of a killed
     search to continue with the same data and settings: its finished attempts are read back
-    from MLflow and not run again (``tracking.resume``).
+    from MLflow and not run again, and an LLM search's recorded calls are answered from their
+    traces, not asked again (``tracking.resume``). ``proposer="code"``: the LLM writes each
+    candidate (``code=CodeOptions(...)``), run in a sandbox checked before anything is logged;
+    its budget is ``code.max_experiments`` attempts.
     """
+    code = code or CodeOptions()
+    if proposer == "code":  # each attempt is one experiment; code attempts refit in the sandbox
+        max_iterations = code.max_experiments if max_iterations is None else max_iterations
+        patience = code.max_experiments if patience is None else patience
+        ensemble = False
     started = time.perf_counter() if started is None else started
     settings = SearchSettings.budgeted(  # every setting, validated here once
         max_iterations=max_iterations, patience=patience, time_budget=time_budget, cv=cv,
@@ -104,7 +115,7 @@ def search(
     if make is None:
         if candidates and proposer != "sequence":
             raise UserInputError("candidates only apply to the sequence proposer")
-        if proposer == "llm" and llm.recording is None:  # before anything is logged
+        if proposer in ("llm", "code") and llm.recording is None:  # before anything is logged
             check_llm_endpoint(llm, "Start the server (or pass --llm-base-url), use another "
                                "--proposer, or replay an earlier search with --replay RUN_ID")
 
@@ -116,18 +127,21 @@ def search(
             if listed is not None:
                 return listed
             return build_proposer(proposer, seed=seed, trainers=allowed, dataset=dataset,
-                                  optuna_storage=optuna_storage, llm=llm)
+                                  optuna_storage=optuna_storage, llm=llm, code=code)
 
+    sandbox = code.sandbox() if proposer == "code" else None  # fail closed, before logging
     uri = check_store(tracking_uri)  # a store we cannot use is the user's to fix: first
     if tracker is None:
         tracker = MlflowTracker(experiment=experiment, register_name=register_name,
                                 register=register, tracking_uri=tracking_uri, say=say,
                                 diagnostics=diagnostics)
     if resume:
-        tracker.resume = _resume_point(resume, uri, proposer)
+        tracker.resume = _resume_point(resume, uri, say)
+        # an LLM search's recorded calls are answered from its traces, not asked again
+        llm = dataclasses.replace(llm, resumed=tracker.resume.llm_calls)
     result = run_search(dataset, make, settings, split=split,
                         keep_flagged_columns=keep_flagged_columns, tracker=tracker,
-                        observers=observers, started=started,
+                        observers=observers, started=started, sandbox=sandbox,
                         restored=tracker.resume.attempts if resume else None)
     result.run_id = tracker.parent_run_id
     result.model_uri = tracker.model_uri
@@ -137,7 +151,7 @@ def search(
     return result
 
 
-def _resume_point(run_id, uri: str, proposer):
+def _resume_point(run_id, uri: str, say):
     """The killed search ``run_id``, read back (or a ``ResumePoint`` already read); refused
     before anything is sealed or logged."""
     import os
@@ -150,12 +164,7 @@ def _resume_point(run_id, uri: str, proposer):
         raise UserInputError("--resume continues the search in its own run, which `mlflow run` "
                              "cannot reopen; resume with mlflow-agentic run ... --resume "
                              f"{run_id}")
-    point = read_search(run_id, uri)
-    if "llm" in (proposer, point.recorded("proposer")):
-        raise UserInputError(
-            f"search run {run_id} cannot be resumed: an LLM search is not resumable yet (its "
-            "answers would differ from the recorded ones); start a new search")
-    return point
+    return read_search(run_id, uri, say=say)
 
 
 def _warn(line: str) -> None:

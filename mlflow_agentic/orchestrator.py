@@ -99,6 +99,7 @@ def run_search(
     observers: Sequence[SearchObserver] = (),
     started: float | None = None,
     restored=None,
+    sandbox=None,
     **changes,
 ) -> SearchResult:
     """Seal, brief, search, score, register. ``make_proposer`` is called after the holdout is
@@ -107,7 +108,7 @@ def run_search(
     ``settings`` (or its field names as keywords). Its ``time_budget`` covers the whole job
     from ``started`` (a ``time.perf_counter()`` value; default: now): sealing, the search, the
     refit, holdout scoring and registration. ``restored``: a killed search's finished attempts
-    by index (``engine.restore``), to resume it.
+    by index (``engine.restore``), to resume it. ``sandbox``: where code-mode candidates run.
     """
     started = time.perf_counter() if started is None else started
     settings = SearchSettings.of(settings, **changes)
@@ -118,7 +119,8 @@ def run_search(
     finish_by = (None if settings.time_budget is None
                  else started + settings.time_budget - REGISTER_SECONDS)
     return search_sealed(task, make_proposer, loop, verifier=verifier, tracker=tracker,
-                         observers=observers, finish_by=finish_by, restored=restored)
+                         observers=observers, finish_by=finish_by, restored=restored,
+                         sandbox=sandbox)
 
 
 def loop_budget(total: float | None, started: float, tracked: bool) -> float | None:
@@ -141,6 +143,7 @@ def search_sealed(
     observers: Sequence[SearchObserver] = (),
     finish_by: float | None = None,
     restored=None,
+    sandbox=None,
     **changes,
 ) -> SearchResult:
     """Search the training rows of ``task``, score every attempt on its holdout, register.
@@ -159,7 +162,7 @@ def search_sealed(
     automl = AgenticAutoML(make_proposer(), settings.replace(cv_scheme=briefing.cv_scheme),
                            verifier=verifier, observers=all_observers, briefing=briefing,
                            extra_X=task.holdout.dataset.X,  # features only: labels stay here
-                           restored=restored)
+                           restored=restored, sandbox=sandbox)
     run = automl.solve(briefing.dataset)
     try:
         report = score_on_holdout(run, briefing.dataset, task.holdout, scorer)

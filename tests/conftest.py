@@ -55,6 +55,14 @@ def docker_sandbox():
         pytest.skip(str(exc))
 
 
+@pytest.fixture(autouse=True)
+def journal_dir(tmp_path, monkeypatch) -> Path:
+    """Searches keep their journals under tmp_path (``tracking.journal``), never in the repo."""
+    path = tmp_path / "journal"
+    monkeypatch.setenv("MLFLOW_AGENTIC_JOURNAL_DIR", str(path))
+    return path
+
+
 @pytest.fixture
 def tracking_uri(tmp_path, monkeypatch) -> str:
     """A fresh sqlite MLflow store (tracking + registry) under tmp_path, set as the default."""

@@ -104,8 +104,15 @@ def comparisons(tmp_path_factory, churn_frame):
             server.close()
         assert first.exit_code == 0, first.output
         out.append(Comparison(uri, tmp / "first", first))
-        again = _isolated_cli(compare_args(data, uri, "--llm-replay", out[0].id, "--output",
-                                           str(tmp / "again")), tmp, mp)
+        # the process's MLflow points elsewhere (as after other tests): --tracking-uri must win,
+        # also when the earlier comparison is read back for --llm-replay
+        previous = mlflow.get_tracking_uri()
+        mlflow.set_tracking_uri(f"sqlite:///{tmp / 'elsewhere.db'}")
+        try:
+            again = _isolated_cli(compare_args(data, uri, "--llm-replay", out[0].id, "--output",
+                                               str(tmp / "again")), tmp, mp)
+        finally:
+            mlflow.set_tracking_uri(previous)
         assert again.exit_code == 0, again.output
         out.append(Comparison(uri, tmp / "again", again))
     out[0].requests = server.requests

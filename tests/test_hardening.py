@@ -8,7 +8,9 @@ store holds afterwards.
 
 from __future__ import annotations
 
+import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -244,6 +246,10 @@ def start_search(tmp_path, uri, csv, *extra, env=None):
 
 
 def wait_for_finished_attempts(uri: str, n: int, proc, timeout: float = 120) -> None:
+    from mlflow_agentic.tracking.store import check_store
+
+    if uri.startswith("sqlite:"):  # created under the search's own lock, never racing it
+        check_store(uri)
     client = mlflow.MlflowClient(tracking_uri=uri)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -346,18 +352,54 @@ def test_a_tracking_server_that_comes_back_loses_nothing(tmp_path, churn_frame):
     assert "registered: models:/churn-agentic@challenger" in out
 
 
-def test_a_tracking_server_that_stays_down_ends_with_what_was_recorded(tmp_path, churn_frame):
+def test_a_server_down_past_the_search_leaves_a_journal_that_flush_sends_once(
+        tmp_path, churn_frame, journal_dir):
+    """The server stops after the first attempt and stays down: the search goes on, ends with
+    its records journaled; the server comes back, ``flush`` sends them (once, even twice run),
+    and the printed command finishes the search without running an attempt again."""
     port = free_port()
     uri = f"http://127.0.0.1:{port}"
+    csv = write(tmp_path, "churn.csv", churn_frame)
     with mlflow_server(tmp_path, port):
-        proc = start_search(tmp_path, uri, write(tmp_path, "churn.csv", churn_frame),
+        proc = start_search(tmp_path, uri, csv, "--max-iterations", "3", "--patience", "10",
                             env={"MLFLOW_AGENTIC_TRACKING_RETRY_SECONDS": "4"})
         wait_for_finished_attempts(uri, 1, proc)
-    _, err = proc.communicate(timeout=120)
+    _, err = proc.communicate(timeout=240)
     assert proc.returncode == 1, err
-    assert f"error: the tracking store {uri} stopped answering while " in err
-    assert "Recorded there before it stopped: search run " in err
+    assert "the search goes on; its records wait in the journal" in err
+    assert f"error: the tracking store {uri} did not answer for 4s after the search ended" in err
     assert "Traceback" not in err
+    (journal,) = journal_dir.glob("*.jsonl")
+    assert f"mlflow-agentic flush {journal}" in err
+    n_attempts = len({json.loads(line).get("ref") for line in journal.read_text().splitlines()}
+                     - {None})
+
+    cli = [sys.executable, "-m", "mlflow_agentic"]
+    env = {**os.environ, "MLFLOW_TRACKING_URI": uri, "PYTHONPATH": str(ROOT)}
+    with mlflow_server(tmp_path, port):
+        sent = subprocess.run([*cli, "flush", str(journal)], env=env, capture_output=True,
+                              text=True, timeout=120)
+        assert sent.returncode == 0, sent.stderr
+        assert "sent " in sent.stdout and not journal.exists()
+        again = subprocess.run([*cli, "flush"], env=env, capture_output=True, text=True,
+                               timeout=60)
+        assert "nothing to send" in again.stdout
+        runs = search_runs(uri)
+        attempts = runs[runs["tags.agentic.role"] == "attempt"]
+        indices = sorted(attempts["tags.attempt.index"].astype(int))
+        assert indices == list(range(1, n_attempts + 1))  # each once, none lost
+        resume = sent.stderr.split("finish it (nothing finished runs again): ")[1].strip()
+        assert resume.startswith("mlflow-agentic run --data ") and "--resume " in resume
+        done = subprocess.run([*cli, *shlex.split(resume)[1:]], env=env, capture_output=True,
+                              text=True, timeout=240, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        assert f"{len(indices)} finished attempt(s) read back" in done.stderr
+        runs = search_runs(uri)
+    parent = runs[runs["tags.agentic.role"] == "search"]
+    attempts = runs[runs["tags.agentic.role"] == "attempt"]
+    assert parent["status"].tolist() == ["FINISHED"]
+    assert sorted(attempts["tags.attempt.index"].astype(int)) == \
+        list(range(1, int(parent["metrics.n_attempts"].iloc[0]) + 1))  # each once
 
 
 # ---- two searches at once on a new store --------------------------------------------------------

@@ -39,24 +39,29 @@ def llama_server(tmp_path_factory):
     port = free_port()
     url = f"http://127.0.0.1:{port}/v1"
     command = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--host",
-               "127.0.0.1", "--port", str(port), "--n_ctx", "4096", "--n_threads", "2"]
+               "127.0.0.1", "--port", str(port), "--n_ctx", "8192", "--n_threads", "2"]
     log = tmp_path_factory.mktemp("llama") / "server.log"
     with running_server(command, f"{url}/models", log, 90):
         yield url
 
-def test_cli_search_with_a_real_local_model(llama_server, tracking_uri, tmp_path, churn_frame):
+def _search_with_the_local_model(server: str, tmp_path, churn_frame, *options: str):
+    """``mlflow-agentic run`` on 400 churn rows against the real model; its search run."""
     data = tmp_path / "churn.csv"
     churn_frame.head(400).to_csv(data, index=False)
     result = CliRunner().invoke(main, [
-        "run", "--data", str(data), "--proposer", "llm", "--llm-base-url", llama_server,
-        "--llm-model", "smollm2", "--trainers", "linear,xgboost", "--cv", "3",
-        "--max-iterations", "2", "--patience", "5", "--quiet"],
-        env={"OPENAI_API_KEY": "local"})
+        "run", "--data", str(data), "--llm-base-url", server, "--llm-model", "smollm2",
+        "--cv", "3", "--quiet", *options], env={"OPENAI_API_KEY": "local"})
     assert result.exit_code == 0, result.output
+    return mlflow.search_runs(experiment_names=["churn-agentic"],
+                              filter_string="tags.`agentic.role` = 'search'",
+                              output_format="list")[0]
+
+
+def test_cli_search_with_a_real_local_model(llama_server, tracking_uri, tmp_path, churn_frame):
+    parent = _search_with_the_local_model(
+        llama_server, tmp_path, churn_frame, "--proposer", "llm",
+        "--trainers", "linear,xgboost", "--max-iterations", "2", "--patience", "5")
     client = mlflow.MlflowClient()
-    parent = mlflow.search_runs(experiment_names=["churn-agentic"],
-                                filter_string="tags.`agentic.role` = 'search'",
-                                output_format="list")[0]
     assert parent.data.metrics["llm_calls"] >= 1
     assert parent.data.metrics["llm_prompt_tokens"] > 0
     kids = client.search_runs([parent.info.experiment_id],
@@ -67,3 +72,28 @@ def test_cli_search_with_a_real_local_model(llama_server, tracking_uri, tmp_path
     traces = mlflow.search_traces(locations=[parent.info.experiment_id], flush=True,
                                   run_id=parent.info.run_id, return_type="list")
     assert len(traces) == parent.data.metrics["llm_calls"]
+
+
+def test_code_mode_with_a_real_local_model(llama_server, tracking_uri, tmp_path, churn_frame,
+                                           docker_sandbox):
+    """The four roles against the real model, its candidate in the real sandbox: whatever it
+    writes, the search ends cleanly and every call and attempt is recorded as data."""
+    parent = _search_with_the_local_model(
+        llama_server, tmp_path, churn_frame, "--proposer", "code", "--max-experiments", "1",
+        "--no-diagnostics", "--sandbox-memory", "1g", "--sandbox-timeout", "120")
+    client = mlflow.MlflowClient()
+    assert parent.data.params["proposer"] == "code" and parent.info.status == "FINISHED"
+    traces = client.search_traces(locations=[parent.info.experiment_id],
+                                  run_id=parent.info.run_id)
+    roles = [t.data.spans[0].name for t in traces]
+    assert "llm.planner" in roles
+    attempts = client.search_runs([parent.info.experiment_id],
+                                  f"tags.`mlflow.parentRunId` = '{parent.info.run_id}'")
+    if "llm.coder" in roles:  # the plan was usable: its candidate ran and was recorded
+        (attempt,) = attempts
+        assert attempt.data.tags["verdict"] in ("verified", "rejected", "failed")
+        assert attempt.data.tags["sandbox"] == "docker"
+        names = {f.path for f in client.list_artifacts(attempt.info.run_id)}
+        assert "candidate.py" in names
+    else:  # no usable plan: the search ended and says why
+        assert "planner" in parent.data.tags["stop_reason"] and attempts == []

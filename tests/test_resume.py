@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -161,8 +162,10 @@ def test_kill_9_after_the_third_attempt_then_resume_from_the_command_line(
     again = cli(uri, churn_csv, "--resume", parent.info.run_id)
     out, err = again.communicate(timeout=300)
     assert again.returncode == 0, err
-    assert (f"resuming search run {parent.info.run_id}: {len(kept)} finished attempt(s) read "
-            "back, not run again") in err
+    # what the killed process finished but had not yet written comes from its journal first
+    read_back = re.search(rf"resuming search run {parent.info.run_id}: (\d+) finished "
+                          r"attempt\(s\) read back, not run again", err)
+    assert read_back and int(read_back.group(1)) >= len(kept), err
     assert f"search run: {parent.info.run_id}" in out
 
     runs = attempt_runs(uri, parent.info.run_id)
@@ -180,3 +183,65 @@ def test_kill_9_after_the_third_attempt_then_resume_from_the_command_line(
             assert run.data.metrics["cv_roc_auc"] == pytest.approx(a.score, abs=1e-12)
     assert client.get_run(parent.info.run_id).info.status == "FINISHED"
     assert {r.info.status for r in runs} <= {"FINISHED", "FAILED", "KILLED"}
+
+
+# ---- an LLM search -------------------------------------------------------------------------------
+LLM_ANSWERS = [
+    {"trainer": "linear", "params": {"C": 0.3}, "rationale": "less regularised"},
+    {"trainer": "random_forest", "params": {"n_estimators": 60, "max_depth": 8},
+     "rationale": "shallower forest"},
+    "no JSON here",  # an unusable answer is part of the history too: re-asked
+    {"trainer": "linear", "params": {"C": 3.0, "class_weight": "balanced"},
+     "rationale": "balanced classes"},
+]
+
+
+def model_server():
+    """An OpenAI-compatible server whose n-th answer is fixed: it goes on where it left off."""
+    from tests.fakes.openai_server import ScriptedOpenAI
+
+    server = ScriptedOpenAI()
+    server.responder = lambda body: ("answer", LLM_ANSWERS[(len(server.requests) - 1)
+                                                           % len(LLM_ANSWERS)])
+    return server
+
+
+def llm_search(uri: str, csv: str, server, **kw):
+    from mlflow_agentic.proposers.factory import LLMOptions
+
+    return search(csv, tracking_uri=uri, register=False, diagnostics=False, proposer="llm",
+                  llm=LLMOptions("scripted", server.base_url),
+                  **{**SETTINGS, "max_iterations": 5, "patience": 5}, **kw)
+
+
+def test_a_resumed_llm_search_answers_its_recorded_calls_from_traces_and_asks_only_new_ones(
+        tmp_path, churn_csv):
+    whole, cut = model_server(), model_server()
+    try:
+        expected = llm_search(f"sqlite:///{tmp_path / 'whole.db'}", churn_csv, whole)
+        asked = len(whole.requests)
+        assert len(expected.run.attempts) == 8 and asked == 6  # seeds 2, calls 5+1 re-ask, ensemble
+
+        uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+        with pytest.raises(KeyboardInterrupt):
+            llm_search(uri, churn_csv, cut, observers=[KillAfter(4)])
+        before = len(cut.requests)
+        assert 2 <= before < asked
+        client = mlflow.MlflowClient(tracking_uri=uri)
+        (parent,) = client.search_runs(["1"], "tags.`agentic.role` = 'search'")
+        result = llm_search(uri, churn_csv, cut, resume=parent.info.run_id)
+    finally:
+        whole.close()
+        cut.close()
+
+    assert len(cut.requests) == asked  # no recorded call asked again, the new ones asked once
+    assert cut.requests[before:] == whole.requests[before:]  # the same prompts as uninterrupted
+    assert board(result) == board(expected)
+    assert result.holdout.selected.holdout == pytest.approx(expected.holdout.selected.holdout,
+                                                            abs=1e-12)
+    traces = mlflow.MlflowClient(tracking_uri=uri).search_traces(
+        locations=[parent.info.experiment_id], run_id=parent.info.run_id)
+    assert len(traces) == asked  # each call traced once
+    run = client.get_run(parent.info.run_id)
+    assert run.info.status == "FINISHED"
+    assert run.data.metrics["llm_calls"] == asked

@@ -7,6 +7,7 @@ import click
 from mlflow_agentic import __version__
 from mlflow_agentic.cli.bench import bench
 from mlflow_agentic.cli.compare import compare_command
+from mlflow_agentic.cli.flush import flush_command
 from mlflow_agentic.cli.options import EXIT_USER_ERROR
 from mlflow_agentic.cli.promote import promote_command
 from mlflow_agentic.cli.run import run_command
@@ -27,6 +28,7 @@ main.add_command(promote_command)
 main.add_command(bench)
 main.add_command(worker_command)
 main.add_command(finalize_command)
+main.add_command(flush_command)
 main.add_command(sandbox_group)
 
 __all__ = ["EXIT_USER_ERROR", "main"]

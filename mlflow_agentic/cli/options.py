@@ -199,3 +199,41 @@ def _stopped(how: str, kept: str) -> None:
                     "KILLED; nothing was registered", fg="yellow", err=True)
     else:
         click.secho(f"{how}: nothing was recorded", fg="yellow", err=True)
+
+
+def code_options(command: Callable) -> Callable:
+    """Code mode (``--proposer code``): the roles' budget and critic, and the sandbox."""
+    for option in reversed((
+        click.option("--max-experiments", type=WholeNumber(min=1), default=4, show_default=True,
+                     help="Code mode: how many candidate.py the coder writes (attempts)."),
+        click.option("--critic-model", callback=blank_to_none,
+                     help="Code mode: the critic's model, e.g. a smaller one [default: "
+                          "--llm-model]."),
+        click.option("--allow-host-execution", is_flag=True,
+                     help="Code mode without Docker: run candidates in a plain subprocess "
+                          "(empty environment, wall-clock kill, NO network, file or memory "
+                          "isolation); every such run is tagged sandbox=host."),
+        click.option("--sandbox-image", callback=blank_to_none, metavar="IMAGE",
+                     help="Code mode: the sandbox image [default: the one `mlflow-agentic "
+                          "sandbox build` makes for this machine's packages]."),
+        click.option("--sandbox-memory", default="2g", show_default=True,
+                     help="Code mode: memory cap per candidate container (Docker units)."),
+        click.option("--sandbox-cpus", type=click.FloatRange(min=0.1), default=2.0,
+                     show_default=True, help="Code mode: CPU cap per candidate container."),
+        click.option("--sandbox-timeout", type=click.FloatRange(min=1), default=600.0,
+                     show_default=True, metavar="SECONDS",
+                     help="Code mode: wall-clock limit per candidate (folds, refit, pickle)."),
+    )):
+        command = option(command)
+    return command
+
+
+def code_from(max_experiments, critic_model, allow_host_execution, sandbox_image,
+              sandbox_memory, sandbox_cpus, sandbox_timeout):
+    """``CodeOptions`` from the code-mode flags."""
+    from mlflow_agentic.proposers.factory import CodeOptions
+    from mlflow_agentic.sandbox.runners import Limits
+
+    return CodeOptions(critic_model, max_experiments, allow_host_execution, sandbox_image,
+                       Limits(memory=sandbox_memory, cpus=sandbox_cpus,
+                              timeout=sandbox_timeout))

@@ -9,6 +9,8 @@ import click
 from mlflow_agentic.cli.options import (
     WholeNumber,
     blank_to_none,
+    code_from,
+    code_options,
     encoding_option,
     exit_on_user_error,
     optional_float,
@@ -86,7 +88,7 @@ from mlflow_agentic.proposers.factory import PROPOSERS, LLMOptions
 @click.option("--tracking-uri", callback=blank_to_none,
               help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI or sqlite:///mlflow.db).")
 @click.option("--llm-model", callback=blank_to_none,
-              help="Model for --proposer llm (default: $MLFLOW_AGENTIC_LLM_MODEL).")
+              help="Model for --proposer llm or code (default: $MLFLOW_AGENTIC_LLM_MODEL).")
 @click.option("--llm-base-url", callback=blank_to_none,
               help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1 "
                    "(default: $OPENAI_BASE_URL, else OpenAI). Key: $OPENAI_API_KEY.")
@@ -100,6 +102,7 @@ from mlflow_agentic.proposers.factory import PROPOSERS, LLMOptions
                    "with the same data and settings: finished attempts are read back from "
                    "MLflow, not run again.")
 @split_options
+@code_options
 @encoding_option
 @click.option("--quiet", is_flag=True, help="No progress display; print the summary only.")
 def run_command(data, target, proposer, trainers, max_iterations, patience, time_budget, n_jobs,
@@ -108,7 +111,7 @@ def run_command(data, target, proposer, trainers, max_iterations, patience, time
                 no_diagnostics, experiment, seed, candidates, optuna_storage, margin,
                 tracking_uri, time_column, group_column, holdout_fraction,
                 post_outcome_columns, cv_scheme, keep_flagged_columns, llm_model, llm_base_url,
-                max_cost_usd, replay, resume, encoding, quiet) -> None:
+                max_cost_usd, replay, resume, encoding, quiet, **code) -> None:
     """Search for a verified model on DATA and register the best in MLflow.
 
     The holdout is sealed first; the search sees only the training rows; every attempt is scored
@@ -130,8 +133,8 @@ def run_command(data, target, proposer, trainers, max_iterations, patience, time
         keep_flagged_columns=keep_flagged_columns, experiment=experiment,
         register_name=register_name, register=not no_register, tracking_uri=tracking_uri,
         diagnostics=not no_diagnostics,
-        llm=llm, candidates=candidates, optuna_storage=optuna_storage, encoding=encoding,
-        resume=resume, started=started)
+        llm=llm, code=code_from(**code), candidates=candidates, optuna_storage=optuna_storage,
+        encoding=encoding, resume=resume, started=started)
     exit_on_user_error(
         lambda: _run(state, replay=replay, proposer=proposer, quiet=quiet, kwargs=settings),
         kept=lambda: _kept(state.get("tracker")))

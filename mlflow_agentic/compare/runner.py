@@ -132,7 +132,7 @@ def compare(datasets: Sequence, options: CompareOptions, *, tracker=None,
     for dataset in datasets:  # check everything before any run is created
         resolve_metric(options.metric, dataset.task)
         plan.append((dataset, resolve_trainers(options.trainers, dataset.task)))
-    recordings = _llm_recordings(options, names) if "llm" in options.proposers else {}
+    recordings = _llm_recordings(options, names, tracker) if "llm" in options.proposers else {}
     comparison_id = comparison_id or new_comparison_id()
     result = ComparisonResult(comparison_id, [])
     several = len(datasets) > 1
@@ -302,12 +302,13 @@ def _log_ranking(tracker, result: ComparisonResult, output) -> None:
         _keep(directory, output, ".")
 
 
-def _llm_recordings(options: CompareOptions, names: Sequence[str]
+def _llm_recordings(options: CompareOptions, names: Sequence[str], tracker
                     ) -> dict[str, dict[int, list[dict]]]:
     """Recordings of an earlier comparison's LLM arms, per dataset and seed, or a clear error."""
     if not options.llm_replay:
         return {}
 
+    tracker.configure()  # the earlier comparison is read from this comparison's store
     out: dict[str, dict[int, list[dict]]] = {}
     for name in names:
         runs = find_llm_recordings(options.llm_replay, name)

@@ -30,6 +30,8 @@ class Planned:
     traceback: str | None = None
     restored: Outcome | None = None
     """Its outcome, read back from a killed search being resumed: not run again."""
+    code: str | None = None
+    """Code mode: ``candidate.py``, cross-validated in the sandbox instead of on the pool."""
 
 
 @dataclass
@@ -49,6 +51,8 @@ class Outcome:
     """Mean output of the fold models on the extra rows (complete candidates only)."""
     elapsed: float | None = None
     """Set on a restored outcome: when it finished in the search that ran it."""
+    sandbox: object | None = None
+    """Code mode: the ``SandboxResult`` the candidate's run came back with."""
 
     @property
     def complete(self) -> bool:
@@ -70,8 +74,10 @@ class BatchRunner:
     """Runs batches on ``pool`` against fixed ``folds``; ``pruner`` may be None."""
 
     def __init__(self, folds: FoldData, pool: WorkerPool, metric: Metric, pruner=None,
-                 random_state: int = 0) -> None:
+                 random_state: int = 0, sandbox=None) -> None:
         self.folds = folds
+        self.sandbox = sandbox
+        """Where code-mode candidates run (``sandbox.DockerSandbox`` or ``HostSandbox``)."""
         self.pool = pool
         self.metric = metric
         self.pruner = pruner
@@ -94,7 +100,8 @@ class BatchRunner:
         # is left to each candidate below, so it lands on that candidate's record
         with contextlib.suppress(Exception):
             self.folds.prepare([p.trainer.preprocessing for p in batch
-                                if p.error is None and p.restored is None], self.pool)
+                                if p.error is None and p.restored is None
+                                and p.code is None], self.pool)
         for i, plan in enumerate(batch):
             state = states[i]
             if plan.restored is not None:
@@ -103,6 +110,9 @@ class BatchRunner:
             if plan.error is not None:
                 state.outcome.error, state.outcome.traceback = plan.error, plan.traceback
                 state.done = True
+                continue
+            if plan.code is not None:  # its own process does its folds, in the sandbox
+                state.outcome, state.done = self.run_code(plan), True
                 continue
             try:
                 model = single_threaded(plan.trainer.build_model(
@@ -143,6 +153,22 @@ class BatchRunner:
             if released == len(batch):
                 break
         self._finish(states)
+
+    def run_code(self, plan: Planned) -> Outcome:
+        """A code candidate's folds, refit and pickle in the sandbox; scored here."""
+        from mlflow_agentic.engine.code import dropped_columns, evaluate_code
+
+        started = time.perf_counter()
+        try:
+            outcome, result = evaluate_code(self.sandbox, self.folds.dataset, self.folds.splits,
+                                            self.metric, plan.code,
+                                            dropped_columns(plan.candidate))
+        except Exception as exc:  # the sandbox itself failed: this attempt's error
+            return Outcome(error=f"sandbox: {type(exc).__name__}: {exc}",
+                           traceback=traceback.format_exc(),
+                           seconds=time.perf_counter() - started)
+        outcome.sandbox = result
+        return outcome
 
     # ---- per result -------------------------------------------------------------------------
     def _restore(self, state: _State, outcome: Outcome) -> None:

@@ -9,6 +9,7 @@ are recorded in proposal order, so a seeded search gives the same leaderboard wi
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 import traceback
@@ -18,6 +19,15 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 
 from mlflow_agentic.engine.batch import BatchRunner, Outcome, Planned
+from mlflow_agentic.engine.code import (
+    CODE,
+    code_model,
+    code_plan,
+    dropped_columns,
+    sandbox_artifacts,
+    sandbox_tags,
+    submitted,
+)
 from mlflow_agentic.engine.cv import make_splits, resolve_scheme
 from mlflow_agentic.engine.ensemble import MAX_MEMBERS, blend, select_ensemble
 from mlflow_agentic.engine.evaluation import baseline_model, cross_validate
@@ -66,9 +76,11 @@ class AgenticAutoML:
     def __init__(self, proposer: CandidateProposer, settings: SearchSettings | None = None,
                  *, verifier: DeterministicVerifier | None = None,
                  observers: Iterable[SearchObserver] = (), briefing=None, extra_X=None,
-                 restored: Mapping[int, Restored] | None = None, **changes) -> None:
+                 restored: Mapping[int, Restored] | None = None, sandbox=None,
+                 **changes) -> None:
         """``settings`` (or its field names as keywords: ``max_iterations=4, cv=3``...).
-        ``restored``: the finished attempts of a killed search, by index, to resume it."""
+        ``restored``: the finished attempts of a killed search, by index, to resume it.
+        ``sandbox``: where code-mode candidates run (``mlflow_agentic.sandbox``)."""
         self.proposer = proposer
         self.settings = SearchSettings.of(settings, **changes)
         self.verifier = verifier or DeterministicVerifier(self.settings.margin)
@@ -77,6 +89,8 @@ class AgenticAutoML:
         self.observers = list(observers)
         self.briefing = briefing
         self.restored = dict(restored or {})
+        self.sandbox = sandbox
+        self._sandboxed: dict = {}  # code attempts' sandbox results, by index (the refit)
         self._started = 0.0
         self._oof: dict[int, np.ndarray] = {}
         self._extras: dict[int, np.ndarray] = {}
@@ -108,14 +122,14 @@ class AgenticAutoML:
                       "n_jobs": self.n_jobs, "backend": s.backend,
                       "pruning": self._pruner_label(),
                       "ensemble": s.ensemble, "batch_size": self._batch_size(),
-                      **s.budget_params()},
+                      **s.budget_params(), **self._sandbox_params()},
             cv_scheme=scheme, briefing=self.briefing, emit=self._emit,
             deadline=None if s.time_budget is None else started + s.time_budget,
         )
         pool = WorkerPool(self.n_jobs, s.backend, s.backend_address)
         pool.warm_up()  # workers import the scientific stack while the baseline and tracking run
         self._runner = BatchRunner(FoldData(dataset, splits, self.extra_X), pool, metric,
-                                   self._make_pruner(), s.random_state)
+                                   self._make_pruner(), s.random_state, self.sandbox)
         try:  # a failure from here on ends the observers' records too (FAILED, with why)
             self._notify("on_search_start", context)
             run = self._search(context, pool)
@@ -174,18 +188,22 @@ class AgenticAutoML:
             best = self._try_ensemble(ctx, history, best)
         top = best
         best = select(history, top, s.selection)
+        selection, note = s.selection, ""
+        if hasattr(self.proposer, "submit"):  # code mode: the submitter chooses; checked here
+            best, note = submitted(self.proposer, history, top)
+            selection = "submitter"
         model, refit_seconds = None, 0.0
         if s.refit:
             model, refit_seconds, best = refit(history, best, ctx.dataset, pool,
-                                               s.random_state)
+                                               s.random_state, code_refit=self._code_model)
         return EngineeringRun(
             attempts=history, best_candidate=best.candidate if best else None,
             best_score=best.score if best else None, model=model, metric=metric.name,
             baseline_score=ctx.baseline_score, n_iterations=iterations,
             greater_is_better=metric.greater_is_better, best_attempt=best,
             stop=stop_reason, dataset_name=dataset.name, task=dataset.task,
-            refit_seconds=refit_seconds, selection=s.selection, top_attempt=top,
-            ties=tuple(ties(history, top)),
+            refit_seconds=refit_seconds, selection=selection, top_attempt=top,
+            ties=tuple(ties(history, top)), selection_note=note,
         )
 
     def _propose(self, ctx, history, iterations: int, patience_left: int | None
@@ -229,6 +247,8 @@ class AgenticAutoML:
 
         def done(i: int, outcome: Outcome) -> None:
             record = self._record(ctx, first + i, plans[i], outcome, phase)
+            if record.candidate.code is not None:
+                record = self._code_attempt(record, outcome)
             history.append(record)
             records.append(record)
             if outcome.oof is not None and record.verdict.valid:
@@ -248,6 +268,17 @@ class AgenticAutoML:
         return records
 
     def _plan(self, ctx: SearchContext, candidate, index: int) -> Planned:
+        if isinstance(candidate, SolutionCandidate) and candidate.trainer == CODE:
+            plan = code_plan(candidate, self.sandbox)
+        else:
+            plan = self._trainer_plan(ctx, candidate)
+        restored = self.restored.get(index)
+        if restored is not None:  # finished before the search was killed: not run again
+            restored.check(index, plan)
+            plan.restored = restored.outcome
+        return plan
+
+    def _trainer_plan(self, ctx: SearchContext, candidate) -> Planned:
         try:
             candidate = _check_candidate(candidate, ctx.trainers)
             trainer = get_trainer(candidate.trainer)
@@ -259,11 +290,43 @@ class AgenticAutoML:
                                               params={}, rationale=repr(candidate)[:500])
             plan = Planned(candidate, error=f"{type(exc).__name__}: {exc}",
                            traceback=traceback.format_exc())
-        restored = self.restored.get(index)
-        if restored is not None:  # finished before the search was killed: not run again
-            restored.check(index, plan)
-            plan.restored = restored.outcome
         return plan
+
+    # ---- code mode --------------------------------------------------------------------------
+    def _code_attempt(self, record: AttemptRecord, outcome: Outcome) -> AttemptRecord:
+        """A code attempt with what its run keeps (the code, the plan entry, the sandbox's
+        limits and log), reviewed by the proposer's critic (a note; never the score)."""
+        result = outcome.sandbox
+        artifacts = {"candidate.py": record.candidate.code, **record.candidate.artifacts}
+        tags: dict[str, str] = {}
+        if result is not None:
+            if outcome.complete:
+                self._sandboxed[record.index] = result
+            artifacts.update(sandbox_artifacts(result))
+            tags.update(sandbox_tags(result))
+        review = getattr(self.proposer, "review", None)
+        if review is not None:
+            try:
+                note = review(record, list(result.features) if result is not None else [])
+            except Exception as exc:  # a broken critic accepts the attempt
+                warnings.warn(f"critic failed on attempt {record.index}: {exc}", stacklevel=2)
+            else:
+                artifacts.update(note.artifacts)
+                tags.update(note.tags)
+        return dataclasses.replace(record, artifacts={**record.artifacts, **artifacts},
+                                   tags={**record.tags, **tags})
+
+    def _code_model(self, record: AttemptRecord):
+        """The selected code attempt's fitted pipeline: the sandbox's refit (run again when the
+        attempt was read back from a killed search), behind its input step."""
+        result = self._sandboxed.get(record.index)
+        if result is None:
+            outcome = self._runner.run_code(code_plan(record.candidate, self.sandbox))
+            if not outcome.complete or outcome.sandbox is None:
+                raise RuntimeError(f"the sandbox refit failed: {outcome.error}")
+            result = outcome.sandbox
+        return code_model(result, record.candidate.code, self._runner.folds.dataset,
+                          dropped_columns(record.candidate))
 
     def _record(self, ctx: SearchContext, index: int, plan: Planned, outcome: Outcome,
                 phase: str) -> AttemptRecord:
@@ -297,7 +360,8 @@ class AgenticAutoML:
     # ---- after the loop ---------------------------------------------------------------------
     def _try_ensemble(self, ctx: SearchContext, history: list[AttemptRecord], best):
         """A greedy ensemble of the best verified attempts, as one more (verified) candidate."""
-        pool = sorted((a for a in history if a.selectable and a.index in self._oof),
+        pool = sorted((a for a in history if a.selectable and a.index in self._oof
+                       and a.candidate.code is None),  # code attempts refit in the sandbox
                       key=lambda a: (-a.utility, a.index))
         pool = pool[:MAX_MEMBERS]
         ds = ctx.dataset
@@ -364,6 +428,16 @@ class AgenticAutoML:
             return StopReason(StopKind.TIME, f"time budget spent: {elapsed:.1f}s of "
                               f"{s.time_budget:g}s (time for the refit kept back)")
         return None
+
+    def _sandbox_params(self) -> dict:
+        """Code mode: where candidates run and the proposer's budget, for the search run."""
+        if self.sandbox is None:
+            return {}
+        params = {"sandbox": self.sandbox.label, **self.sandbox.limits.tags()}
+        for name in ("max_experiments", "critic_model"):
+            if getattr(self.proposer, name, None) is not None:
+                params[name] = getattr(self.proposer, name)
+        return params
 
     def _batch_size(self) -> int:
         return max(1, int(getattr(self.proposer, "batch_size", 1) or 1))

@@ -18,9 +18,10 @@ def fit_pipeline(pipeline, X, y):
     return pipeline.fit(X, y)
 
 
-def refit(history, best, dataset, pool: WorkerPool, random_state: int = 0):
+def refit(history, best, dataset, pool: WorkerPool, random_state: int = 0, code_refit=None):
     """``(model, seconds, record)``: the best verified attempt refit on all rows; if that fails,
-    the next best (an ensemble falls back to the best single attempt)."""
+    the next best (an ensemble falls back to the best single attempt). ``code_refit(record)``:
+    the fitted pipeline of a code-mode attempt (its sandbox refit it)."""
     ranked = sorted((a for a in history if a.selectable),
                     key=lambda a: (-a.utility, a.index))
     if best is not None and best in ranked:
@@ -34,6 +35,8 @@ def refit(history, best, dataset, pool: WorkerPool, random_state: int = 0):
         try:
             if record.candidate.trainer == ENSEMBLE:
                 model = _refit_ensemble(record, by_index, dataset, pool, random_state)
+            elif record.candidate.code is not None:
+                model = code_refit(record)
             else:
                 model = _refit_one([record], dataset, pool, random_state)[0]
         except Exception as exc:

@@ -46,6 +46,10 @@ class SolutionCandidate:
     trial: int | None = None
     """The Optuna trial number, when a study proposed it (workers sharing a study number their
     attempts by it)."""
+    code: str | None = None
+    """Code mode: the LLM-written ``candidate.py`` (trainer ``code``), run in the sandbox."""
+    artifacts: Mapping[str, str] = field(default_factory=dict)
+    """Text files the attempt's run keeps (code mode: the plan entry), by file name."""
 
 
 @dataclass(frozen=True)
@@ -89,6 +93,11 @@ class AttemptRecord:
     """Why the attempt stopped before its last fold (clearly behind, or the time budget)."""
     restored: bool = False
     """Read back from the killed search being resumed (recorded then, not run again)."""
+    artifacts: Mapping[str, str] = field(default_factory=dict)
+    """Text files for the attempt's run, by name (code mode: candidate.py, the plan entry, the
+    critic's note, the sandbox log)."""
+    tags: Mapping[str, str] = field(default_factory=dict)
+    """Extra tags for the attempt's run (code mode: ``sandbox`` and its limits)."""
 
     @property
     def failed(self) -> bool:
@@ -149,6 +158,8 @@ class EngineeringRun:
     """Fitting each fold's preprocessing, once per style (shared by all candidates)."""
     selection: str = "best"
     """The rule that chose ``best_attempt`` (``engine.selection``)."""
+    selection_note: str = ""
+    """Code mode: what the submitter chose and whether the engine took it."""
     top_attempt: AttemptRecord | None = None
     """The verified attempt with the top CV score (``best_attempt`` under ``best``)."""
     ties: tuple[AttemptRecord, ...] = ()

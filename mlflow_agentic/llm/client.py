@@ -64,6 +64,8 @@ class LLMReply:
     seconds: float = 0.0
     attempts: int = 1
     errors: list[str] = field(default_factory=list)
+    replayed_trace: str | None = None
+    """Set when the reply was read back from a resumed search's trace (its id), not asked."""
 
 
 def extract_json(text: str) -> dict[str, Any]:

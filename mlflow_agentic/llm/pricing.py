@@ -46,3 +46,20 @@ def estimate_next_cost(model: str, prompt_chars: int, table: dict[str, tuple[flo
     if previous:
         completion = max(c for _, c in previous)
     return cost_usd(model, prompt_chars // CHARS_PER_TOKEN + 1, completion, table)
+
+
+def cap_reached(model: str, messages: list[dict], exchanges, table: dict[str, tuple[float, float]],
+                cap: float | None) -> str | None:
+    """Why the next call (``messages``) would break the cost ``cap`` given the calls made so
+    far (``exchanges``, with ``prompt_tokens``, ``completion_tokens``, ``cost_usd``); None
+    while it is affordable (always, without a cap)."""
+    if cap is None:
+        return None
+    spent = sum(e.cost_usd for e in exchanges)
+    chars = sum(len(m["content"]) for m in messages)
+    previous = [(e.prompt_tokens, e.completion_tokens) for e in exchanges if e.completion_tokens]
+    estimate = estimate_next_cost(model, chars, table, previous)
+    if spent + estimate <= cap:
+        return None
+    return (f"cost cap: spent ${spent:.4f}, the next LLM call (~${estimate:.4f}) would exceed "
+            f"${cap:.4f}")

@@ -18,11 +18,24 @@ SYSTEM = (
 def build_messages(context, history: Sequence, trainers: Sequence[str]) -> list[dict]:
     from mlflow_agentic.trainers.registry import get_trainer
 
-    dataset, metric = context.dataset, context.metric
+    dataset = context.dataset
     spaces = {t: {k: spec.describe() for k, spec in get_trainer(t).space(dataset).items()}
               for t in trainers}
+    facts = {**task_facts(context), "trainers": spaces}
+    ranked = sorted(history, key=lambda a: (not a.verdict.valid, -a.utility, a.index))
+    past = [{"trainer": a.candidate.trainer, "params": dict(a.params),
+             "cv_score": None if a.failed else round(a.score, 4), "verdict": a.verdict.reason}
+            for a in ranked[:TOP_HISTORY]]
+    user = ("Task facts:\n" + json.dumps(facts, default=str) + "\n\nBest attempts so far "
+            "(best first):\n" + json.dumps(past, default=str) + "\n\nPropose the next candidate.")
+    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
+
+
+def task_facts(context) -> dict:
+    """The task as every prompt states it: aggregates and column names, no cell value."""
+    dataset, metric = context.dataset, context.metric
     brief = context.briefing
-    facts = {
+    return {
         "task": dataset.task,
         "metric": metric.name,
         "direction": metric.direction,
@@ -38,12 +51,4 @@ def build_messages(context, history: Sequence, trainers: Sequence[str]) -> list[
         "leakage_findings": [f"{f.severity}: {f.check}" + (f" on {f.column!r}" if f.column
                              else "") for f in brief.findings] if brief is not None else [],
         "excluded_columns": sorted(brief.excluded) if brief is not None else [],
-        "trainers": spaces,
     }
-    ranked = sorted(history, key=lambda a: (not a.verdict.valid, -a.utility, a.index))
-    past = [{"trainer": a.candidate.trainer, "params": dict(a.params),
-             "cv_score": None if a.failed else round(a.score, 4), "verdict": a.verdict.reason}
-            for a in ranked[:TOP_HISTORY]]
-    user = ("Task facts:\n" + json.dumps(facts, default=str) + "\n\nBest attempts so far "
-            "(best first):\n" + json.dumps(past, default=str) + "\n\nPropose the next candidate.")
-    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]

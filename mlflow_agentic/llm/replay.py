@@ -1,4 +1,5 @@
-"""Record/replay: a client that answers with recorded exchanges, in order, with no network."""
+"""Record/replay: a client that answers with recorded exchanges, in order, with no network
+(``--replay``), or then hands over to a live client (``--resume`` of an LLM search)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,13 @@ import json
 from pathlib import Path
 
 from mlflow_agentic.errors import UserInputError
-from mlflow_agentic.llm.client import LLMConfig, LLMOutputError, LLMReply, LLMUnavailable
+from mlflow_agentic.llm.client import (
+    LLMConfig,
+    LLMOutputError,
+    LLMReply,
+    LLMUnavailable,
+    extract_json,
+)
 
 EXCHANGES_ARTIFACT = "llm_exchanges.jsonl"
 
@@ -22,33 +29,34 @@ def read_exchanges(path: str | Path) -> list[dict]:
 
 
 class ReplayClient:
-    """Implements ``complete_json`` like ``LLMClient``, from a recording."""
+    """Implements ``complete_json`` like ``LLMClient``, from a recording; past its end, ``then``
+    (a live client) answers, or the endpoint counts as gone."""
 
-    def __init__(self, exchanges: list[dict]) -> None:
+    def __init__(self, exchanges: list[dict], then=None) -> None:
         self.exchanges = list(exchanges)
         self.position = 0
+        self.then = then
         first = next((e for e in self.exchanges if e.get("model")), {})
-        self.config = LLMConfig(model=first.get("model", "replay"), base_url="replay")
+        self.config = then.config if then is not None else LLMConfig(
+            model=first.get("model", "replay"), base_url="replay")
 
     def complete_json(self, messages, schema, name: str = "proposal") -> LLMReply:
         if self.position >= len(self.exchanges):
+            if self.then is not None:
+                return self.then.complete_json(messages, schema, name)
             raise LLMUnavailable("replay: no more recorded exchanges")
         rec = self.exchanges[self.position]
         self.position += 1
-        error = rec.get("error")
-        if error and error.startswith("unavailable"):
+        error = rec.get("error") or ""
+        if error.startswith(("unavailable", "skipped")):
             raise LLMUnavailable(f"replay: {error}")
-        if error and error.startswith("unreadable"):
-            raise LLMOutputError(f"replay: {error}", LLMReply({}, rec.get("text", ""),
-                                                              rec.get("mode", "replay")))
-        if error and error.startswith("skipped"):
-            raise LLMUnavailable(f"replay: {error}")
-        from mlflow_agentic.llm.client import extract_json
-
+        reply = LLMReply({}, rec.get("text", ""), rec.get("mode", "replay"),
+                         rec.get("prompt_tokens", 0), rec.get("completion_tokens", 0),
+                         replayed_trace=rec.get("trace_id"))
+        if error.startswith("unreadable"):
+            raise LLMOutputError(f"replay: {error}", reply)
         try:
-            data = extract_json(rec.get("text", ""))
+            reply.data = extract_json(reply.text)
         except LLMOutputError as exc:
-            raise LLMOutputError(str(exc), LLMReply({}, rec.get("text", ""), "replay")) from None
-        return LLMReply(data, rec.get("text", ""),
-                        rec.get("mode", "replay"), rec.get("prompt_tokens", 0),
-                        rec.get("completion_tokens", 0), 0.0, 1, [])
+            raise LLMOutputError(str(exc), reply) from None
+        return reply

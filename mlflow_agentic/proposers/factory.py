@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from mlflow_agentic.errors import ProposerOutputError, UserInputError
 
-PROPOSERS = ("optuna", "sequence", "llm", "random")
+PROPOSERS = ("optuna", "sequence", "llm", "random", "code")
 
 
 @dataclass
@@ -19,13 +19,46 @@ class LLMOptions:
     base_url: str | None = None
     max_cost_usd: float | None = None
     recording: list[dict] | None = None
+    resumed: list[dict] | None = None
+    """A resumed search's recorded calls (``--resume``): replayed first, then the endpoint."""
+
+
+@dataclass
+class CodeOptions:
+    """Code mode (``--proposer code``): the roles' budget and critic, and where candidates run.
+    ``limits``: a ``sandbox.Limits`` (default: 2 GB, 2 CPUs, 10 minutes per candidate)."""
+
+    critic_model: str | None = None
+    max_experiments: int = 4
+    allow_host_execution: bool = False
+    image: str | None = None
+    limits: object = None
+
+    def sandbox(self):
+        """The sandbox, checked now (fail closed: no Docker, no code mode, unless host
+        execution is allowed)."""
+        from mlflow_agentic.sandbox import SandboxUnavailable, make_sandbox
+
+        try:
+            return make_sandbox(self.allow_host_execution, self.image, self.limits)
+        except SandboxUnavailable as exc:
+            raise UserInputError(str(exc)) from exc
 
 
 def build_proposer(name: str, *, seed: int, trainers: Sequence[str], dataset,
                    candidates: str | None = None, optuna_storage: str | None = None,
-                   llm: LLMOptions | None = None):
+                   llm: LLMOptions | None = None, code: CodeOptions | None = None):
     """A fresh proposer. Call it only after the holdout is sealed."""
     from mlflow_agentic.proposers import OptunaProposer, RandomProposer, SequenceProposer
+
+    if name == "code":
+        from mlflow_agentic.proposers.code import CodeProposer
+
+        llm, code = llm or LLMOptions(), code or CodeOptions()
+        return CodeProposer(llm.model, llm.base_url, critic_model=code.critic_model,
+                            max_experiments=code.max_experiments,
+                            max_cost_usd=llm.max_cost_usd, seed=seed,
+                            resumed=llm.resumed or ())
 
     if name == "llm":
         from mlflow_agentic.proposers.llm import LLMProposer
@@ -37,7 +70,7 @@ def build_proposer(name: str, *, seed: int, trainers: Sequence[str], dataset,
             raise UserInputError("the llm proposer needs the openai package: "
                                  "pip install -e '.[llm]'")
         return LLMProposer(model=llm.model, base_url=llm.base_url,
-                           max_cost_usd=llm.max_cost_usd, seed=seed)
+                           max_cost_usd=llm.max_cost_usd, seed=seed, resumed=llm.resumed or ())
     if name == "optuna":
         return OptunaProposer(seed=seed, storage=optuna_storage)
     if name == "random":

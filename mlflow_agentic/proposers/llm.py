@@ -16,11 +16,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from mlflow_agentic.engine.types import AttemptRecord, SolutionCandidate, StopKind, StopReason
 from mlflow_agentic.llm.client import LLMClient, LLMConfig, LLMOutputError, LLMUnavailable
-from mlflow_agentic.llm.pricing import cost_usd, estimate_next_cost, price_table
+from mlflow_agentic.llm.pricing import cap_reached, cost_usd, price_table
 from mlflow_agentic.llm.prompt import build_messages
 from mlflow_agentic.llm.replay import ReplayClient
 from mlflow_agentic.llm.schema import Proposal, proposal_schema
@@ -47,6 +47,41 @@ class Exchange:
     cost_usd: float = 0.0
     started_ns: int = 0
     ended_ns: int = 0
+    replayed_trace: str | None = None
+    """A resumed search's call read back from this trace, not asked again (not traced again)."""
+    role: str = "propose"
+    """Who asked: ``propose`` (the LLM proposer), or a code-mode role (planner, coder, critic,
+    submitter). The trace is named ``llm.<role>``."""
+
+    def ask(self, client, schema: dict, prices, name: str = "proposal"):
+        """Send ``messages`` to ``client`` and keep what came back (text, tokens, tries, cost).
+        The reply, or None when the endpoint failed (``error`` starts with ``unavailable``); an
+        unreadable answer is kept with ``error`` saying so."""
+        reply = None
+        try:
+            reply = client.complete_json(self.messages, schema, name)
+        except LLMUnavailable as exc:
+            self.error = f"unavailable: {exc}"
+        except LLMOutputError as exc:
+            self.error = f"unreadable answer: {exc}"
+            reply = exc.reply
+        if reply is not None:
+            self.text, self.mode = reply.text, reply.mode
+            self.prompt_tokens = reply.prompt_tokens
+            self.completion_tokens = reply.completion_tokens
+            self.attempts, self.replayed_trace = reply.attempts, reply.replayed_trace
+            self.cost_usd = cost_usd(self.model, reply.prompt_tokens, reply.completion_tokens,
+                                     prices)
+        return reply
+
+    def validated(self, shape: type[BaseModel], data) -> BaseModel | None:
+        """``data`` as ``shape``, or None with ``error`` naming each off-schema field."""
+        try:
+            return shape.model_validate(data)
+        except ValidationError as exc:
+            self.error = "off-schema answer: " + "; ".join(
+                f"{'.'.join(map(str, e['loc'])) or 'answer'}: {e['msg']}" for e in exc.errors())
+            return None
 
     def to_record(self) -> dict[str, Any]:
         """One JSON line of the recording (what replay reads back)."""
@@ -68,9 +103,12 @@ class LLMProposer:
                  api_key: str | None = None, *, timeout: float = 60.0, max_attempts: int = 4,
                  backoff: float = 0.5, max_cost_usd: float | None = None,
                  prices: dict[str, tuple[float, float]] | None = None, client=None,
-                 seed: int | None = None, max_reasks: int = 2) -> None:
+                 seed: int | None = None, max_reasks: int = 2,
+                 resumed: Sequence[dict] = ()) -> None:
         self.llm = client or LLMClient(LLMConfig(model, base_url, api_key, timeout,
                                                  max_attempts, backoff, seed=seed))
+        if resumed:  # a resumed search: its recorded calls are answered again, not asked
+            self.llm = ReplayClient(list(resumed), then=self.llm)
         self.max_cost_usd = max_cost_usd
         self.prices = price_table(prices)
         self.context = None
@@ -129,20 +167,11 @@ class LLMProposer:
 
     # ---- one call -----------------------------------------------------------------------------
     def _affordable(self, messages: list[dict]) -> bool:
-        if self.max_cost_usd is None:
-            return True
-
-        model = self.llm.config.model or ""
-        chars = sum(len(m["content"]) for m in messages)
-        previous = [(e.prompt_tokens, e.completion_tokens) for e in self.exchanges
-                    if e.completion_tokens]
-        estimate = estimate_next_cost(model, chars, self.prices, previous)
-        if self.spent_usd + estimate <= self.max_cost_usd:
-            return True
-        self.stop_reason = StopReason(StopKind.COST, (
-            f"cost cap: spent ${self.spent_usd:.4f}, the next LLM call (~${estimate:.4f}) "
-            f"would exceed ${self.max_cost_usd:.4f}"))
-        return False
+        why = cap_reached(self.llm.config.model or "", messages, self.exchanges, self.prices,
+                          self.max_cost_usd)
+        if why is not None:
+            self.stop_reason = StopReason(StopKind.COST, why)
+        return why is None
 
     def _call(self, messages: list[dict], trainers: Sequence[str]) -> Exchange | None:
         """One exchange, reported. Its ``candidate`` holds the proposal (trainer checked, params
@@ -150,31 +179,13 @@ class LLMProposer:
         model = self.llm.config.model or ""
         exchange = Exchange(messages, model=model, started_ns=time.time_ns())
         self.exchanges.append(exchange)
-        reply = None
-        try:
-            reply = self.llm.complete_json(messages, proposal_schema(list(trainers)))
-        except LLMUnavailable as exc:
-            exchange.error = f"unavailable: {exc}"
+        reply = exchange.ask(self.llm, proposal_schema(list(trainers)), self.prices)
+        if reply is None and exchange.error.startswith("unavailable"):
             self.stop_reason = StopReason(StopKind.ENDPOINT, (
-                f"the LLM endpoint kept failing: {exc}"))
-        except LLMOutputError as exc:
-            exchange.error = f"unreadable answer: {exc}"
-            reply = exc.reply
-        if reply is not None:
-            exchange.text, exchange.mode = reply.text, reply.mode
-            exchange.prompt_tokens = reply.prompt_tokens
-            exchange.completion_tokens = reply.completion_tokens
-            exchange.attempts = reply.attempts
-            exchange.cost_usd = cost_usd(model, reply.prompt_tokens, reply.completion_tokens,
-                                         self.prices)
+                f"the LLM endpoint kept failing: {exchange.error.removeprefix('unavailable: ')}"))
         if reply is not None and exchange.error is None:
-            try:
-                proposal = Proposal.model_validate(reply.data)
-            except ValidationError as exc:
-                exchange.error = "off-schema answer: " + "; ".join(
-                    f"{'.'.join(map(str, e['loc'])) or 'answer'}: {e['msg']}"
-                    for e in exc.errors())
-            else:
+            proposal = exchange.validated(Proposal, reply.data)
+            if proposal is not None:
                 exchange.claimed_score = proposal.expected_score
                 if proposal.trainer not in trainers:
                     exchange.error = (f"off-schema answer: trainer {proposal.trainer!r} is not "

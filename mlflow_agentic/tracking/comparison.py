@@ -24,7 +24,9 @@ class ComparisonTracker:
         self._configured = False
         self._tokens: list = []
 
-    def _configure(self) -> None:
+    def configure(self) -> None:
+        """Point MLflow at this comparison's store and experiment (once): before anything is read
+        from or written to it."""
         if self._configured:
             return
         self._configured = True
@@ -39,7 +41,7 @@ class ComparisonTracker:
         """Start a comparison run; under ``mlflow run`` the outermost one is the project's."""
         from mlflow_agentic.tracking import context
 
-        self._configure()
+        self.configure()
         self._tokens.append(context.begin(comparison_id=tags.get(TAG_ID, "")))
         run = mlflow.start_run(run_name=name, nested=mlflow.active_run() is not None)
         client = mlflow.MlflowClient()

@@ -58,6 +58,8 @@ class RunLifecycle:
                 self.client.delete_tag(self.parent_run_id, stale)
         note = (f"{len(point.attempts)} finished attempt(s) read back, not run again; "
                 f"{len(point.cut)} cut attempt(s) marked KILLED")
+        if point.llm_calls:
+            note += f"; {len(point.llm_calls)} LLM call(s) answered from their traces, not asked"
         if point.finalizing:
             what = {"finalized": note}
         else:

@@ -7,15 +7,17 @@ leaderboard, the model, registration) is ``tracking.result``; ``MlflowTracker`` 
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import socket
 import sys
 import time
 import warnings
+from pathlib import Path
 
 import mlflow
 from mlflow.entities import Dataset as DatasetEntity
-from mlflow.entities import DatasetInput, InputTag, Metric, Param, RunTag
+from mlflow.entities import DatasetInput, InputTag
 from mlflow.utils.mlflow_tags import MLFLOW_DATASET_CONTEXT
 
 from mlflow_agentic.data.split import frame_digest
@@ -24,13 +26,22 @@ from mlflow_agentic.engine.restore import recorded_value
 from mlflow_agentic.engine.types import AttemptRecord, EngineeringRun, SolutionCandidate
 from mlflow_agentic.scoring.plot import trainer_colour
 from mlflow_agentic.tracking import context as run_context
+from mlflow_agentic.tracking.journal import TAG_MAX, Journal, log_batch, send
 from mlflow_agentic.tracking.lifecycle import RunLifecycle, dataset_source
-from mlflow_agentic.tracking.resume import DIGEST_TAG, ResumePoint, save_outputs
+from mlflow_agentic.tracking.resume import (
+    DIGEST_TAG,
+    OUTPUTS_ARTIFACT,
+    ResumePoint,
+    write_outputs,
+)
 from mlflow_agentic.tracking.shared import SharedRun
-from mlflow_agentic.tracking.store import Retrying, RetryingClient
+from mlflow_agentic.tracking.store import (
+    AGAIN,
+    Retrying,
+    RetryingClient,
+    TrackingUnavailable,
+)
 from mlflow_agentic.tracking.writer import BackgroundWriter
-
-TAG_MAX = 5000
 
 
 def _or_off(value):
@@ -99,9 +110,23 @@ class AttemptRecorder(RunLifecycle, SearchObserver):
         self.shared = shared
         """A worker on a shared study: the search run is created or joined, never ended here."""
         self._writer = BackgroundWriter()
+        self.journal: Journal | None = None
+        """The attempts' records on disk until the store has them (``tracking.journal``)."""
+        self._sending: Retrying | None = None
+        """The writer's retries: no window, the search goes on while the store is down."""
+        self._store = None
+        self._last_start = 0
 
     # ---- search -----------------------------------------------------------------------------
     def on_search_start(self, context: SearchContext) -> None:
+        self._start(context)
+        self.journal = Journal.create(self.parent_run_id, mlflow.get_tracking_uri(),
+                                      self._experiment_id)
+        self._sending.meanwhile = (f"the search goes on; its records wait in the journal "
+                                   f"{self.journal.path}")
+
+    def _start(self, context: SearchContext) -> None:
+        """The search run: created, reopened (``--resume``) or joined (a worker)."""
         self.context = context
         ds, metric = context.dataset, context.metric
         self._connect()
@@ -177,8 +202,12 @@ class AttemptRecorder(RunLifecycle, SearchObserver):
             os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")  # are silent
             # and one "View run ... at" line per attempt run ended would drown the progress
             os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
-        self._retrying = Retrying(uri, self.recorded, say=lambda line: self.say(line))
-        self.client = RetryingClient(mlflow.MlflowClient(), self._retrying)
+        self._retrying = Retrying(uri, self.recorded, say=lambda line: self.say(line),
+                                  next_step=self._next_step)
+        self._store = mlflow.MlflowClient()
+        self.client = RetryingClient(self._store, self._retrying)
+        self._sending = Retrying(uri, self.recorded, say=lambda line: self.say(line),
+                                 window=math.inf)
 
     @staticmethod
     def _search_params(context: SearchContext) -> dict:
@@ -222,17 +251,35 @@ class AttemptRecorder(RunLifecycle, SearchObserver):
                 "attempt.index": str(number), "mlflow.source.name": self._source_name,
                 "mlflow.runColor": trainer_colour(trainer, self.context.trainers),
                 **extra, **run_context.search_tags()}  # the search's context: this thread's
-        self._writer.submit(self._create_attempt_run, index, f"{number:02d}-{trainer}", tags)
+        # a batch starts in one millisecond: the runs list sorts by start time, in order
+        self._last_start = max(_now_ms(), self._last_start + 1)
+        self._journaled(index, "create_run", experiment_id=self._experiment_id,
+                        name=f"{number:02d}-{trainer}", tags=tags, start_ms=self._last_start)
 
-    def _create_attempt_run(self, index: int, name: str, tags: dict) -> None:
-        run = self.client.create_run(self._experiment_id, run_name=name, tags=tags)
-        self._open_children.add(index)
-        self.child_run_ids[index] = run.info.run_id
+    def _journaled(self, index: int, op: str, **fields) -> None:
+        """A record of attempt ``index``: on disk now, to the store on the writer's thread."""
+        record = self.journal.append(op, ref=f"attempt:{index}", **fields)
+        self._writer.submit(self._send, index, record)
+
+    def _send(self, index: int, record: dict) -> None:
+        run_id = send(self._store, self._sending, self.journal, record)
+        self.journal.mark_done(record, run_id)
+        if record["op"] == "create_run":
+            self._open_children.add(index)
+            self.child_run_ids[index] = run_id
+        elif record["op"] == "end":
+            self._open_children.discard(index)
+            self._ended.append(index)
 
     def on_llm_call(self, exchange) -> None:
         """One LLM call: an MLflow trace on the search run; tokens and cost for the attempt."""
         self.llm_exchanges.append(exchange)
-        trace_id = self._trace_llm_call(exchange)
+        trace_id = exchange.replayed_trace
+        if trace_id is None:
+            trace_id = self._trace_llm_call(exchange)
+            # MLflow exports traces on its own threads: in the store before the search goes on
+            # (resuming answers the call from it), a few ms for a call that takes seconds
+            mlflow.flush_trace_async_logging()
         pending = self._llm_pending
         pending["llm_prompt_tokens"] = pending.get("llm_prompt_tokens", 0) + \
             exchange.prompt_tokens
@@ -248,14 +295,17 @@ class AttemptRecorder(RunLifecycle, SearchObserver):
         attributes = {"model": exchange.model, "mode": exchange.mode,
                       "prompt_tokens": exchange.prompt_tokens,
                       "completion_tokens": exchange.completion_tokens,
-                      "cost_usd": exchange.cost_usd, "attempts": exchange.attempts}
+                      "cost_usd": exchange.cost_usd, "attempts": exchange.attempts,
+                      "call": len(self.llm_exchanges)}  # resuming replays calls 1..k
         span = self.client.start_trace(
-            "llm.propose", span_type="CHAT_MODEL", inputs={"messages": exchange.messages},
+            f"llm.{exchange.role}", span_type="CHAT_MODEL",
+            inputs={"messages": exchange.messages},
             attributes={k: str(v) for k, v in attributes.items()},
-            tags={"proposer": "llm", "search_run_id": self.parent_run_id},
+            tags={"proposer": self.context.proposer_name, "role": exchange.role,
+                  "search_run_id": self.parent_run_id},
             experiment_id=self._experiment_id, start_time_ns=exchange.started_ns or None,
             run_id=self.parent_run_id)
-        outputs = {"text": exchange.text, "notes": exchange.notes,
+        outputs = {"text": exchange.text, "error": exchange.error, "notes": exchange.notes,
                    "claimed_score": exchange.claimed_score,
                    "candidate": None if cand is None else {"trainer": cand.trainer,
                                                             "params": dict(cand.params)}}
@@ -266,11 +316,13 @@ class AttemptRecorder(RunLifecycle, SearchObserver):
 
     def on_attempt_outputs(self, record: AttemptRecord, oof, extra) -> None:
         """What resuming needs to not fit this attempt again (``tracking.resume``)."""
-        self._writer.submit(lambda: save_outputs(self.client, self.child_run_ids[record.index],
-                                                 oof, extra))
+        path = self.journal.file_for(f"attempt-{record.index}", OUTPUTS_ARTIFACT)
+        write_outputs(path, oof, extra)
+        self._journaled(record.index, "outputs", file=str(path))
 
     def on_attempt_end(self, record: AttemptRecord) -> None:
         if record.restored:
+            self._llm_pending = {}  # its (replayed) call's tokens are on its run already
             return  # recorded by the search that ran it
         m = record.metric
         metrics = {"fit_seconds": record.fit_seconds, "attempt_seconds": record.seconds,
@@ -298,25 +350,25 @@ class AttemptRecorder(RunLifecycle, SearchObserver):
                                     f"Rationale: {record.candidate.rationale or '-'}"),
         }
         tags.update(extra_tags)
+        tags.update(record.tags)
         if record.failed:
             tags["error"] = record.error
         if record.pruned is not None:  # partial folds: logged, never as the CV score
             tags["pruned"] = "true"
             steps[f"partial_{m}_fold"] = record.fold_scores
-        self._writer.submit(self._end_attempt_run, record, metrics, params, tags, steps)
-
-    def _end_attempt_run(self, record: AttemptRecord, metrics: dict, params: dict, tags: dict,
-                         steps: dict) -> None:
-        run_id = self.child_run_ids[record.index]
-        if record.failed and record.traceback:
-            self.client.log_text(run_id, record.traceback, "error.txt")
-        self.log(run_id, metrics, params, tags, steps=steps)
-        self.client.set_terminated(run_id, "FAILED" if record.failed else "FINISHED")
-        self._open_children.discard(record.index)
-        self._ended.append(record.index)
+        for name, text in record.artifacts.items():  # code mode: candidate.py, plan, critic
+            path = self.journal.file_for(f"attempt-{record.index}", name)
+            path.write_text(text)
+            self._journaled(record.index, "outputs", file=str(path),
+                            folder=str(Path(name).parent) if "/" in name else None)
+        self._journaled(record.index, "end", ts=_now_ms(), metrics=metrics,
+                        params={k: recorded_value(v) for k, v in params.items()},
+                        tags={k: str(v)[:TAG_MAX] for k, v in tags.items()}, steps=steps,
+                        traceback=record.traceback if record.failed else None,
+                        status="FAILED" if record.failed else "FINISHED", end_ms=_now_ms())
 
     def on_search_end(self, run: EngineeringRun) -> None:
-        self._writer.flush()  # every attempt's run written before the search's totals
+        self._drain()  # every attempt's run written before the search's totals
         if self.shared is not None:  # finalize records the search as a whole
             self._worker_note(f"done: {len(run.attempts)} attempts; {run.stop_reason}")
             return
@@ -338,8 +390,40 @@ class AttemptRecorder(RunLifecycle, SearchObserver):
                          "selected_trainer": best.candidate.trainer,
                          "selected_attempt": str(best.index), "selection": run.selection,
                          "ties": run.tie_note().lstrip("; ") or "none"})
+        if run.selection_note:
+            tags["selection_note"] = run.selection_note
         self.log(self.parent_run_id, metrics, {}, tags)
         self._mark_ranks(run)
+
+    def _drain(self) -> None:
+        """Wait for the writer to send every record; with the store still down after the retry
+        window, stop: what is not in the store stays in the journal (``flush`` sends it)."""
+        if not self._writer.flush(timeout=1.0):
+            window = self._retrying.window
+            self.say(f"the search is done; waiting up to {window:.0f}s for the tracking store "
+                     f"to take its last {len(self.journal.pending())} record(s) (kept in "
+                     f"{self.journal.path})")
+            if not self._writer.flush(timeout=window):
+                self._stop_sending()
+                raise TrackingUnavailable(
+                    f"the tracking store {self._retrying.uri} did not answer for "
+                    f"{window:.0f}s after the search ended. Recorded there: {self.recorded()}. "
+                    f"Nothing was registered; {self._next_step()}")
+        self.journal.remove()
+
+    def _stop_sending(self) -> None:
+        """The store is judged down: no more waiting on it, the journal keeps the rest."""
+        self._sending.stop()
+        self._retrying.down = True
+        self._writer.flush(raise_error=False, timeout=10.0)
+
+    def _next_step(self) -> str:
+        pending = self.journal.pending() if self.journal is not None else []
+        if not pending:
+            return AGAIN
+        return (f"when the store is back, send what waits in the journal "
+                f"({self.journal.flush_command()}), then finish the search: "
+                f"{self.journal.resume_command()}")
 
     def _mark_ranks(self, run: EngineeringRun) -> None:
         """``rank`` (CV leaderboard position) and ``selected`` on every attempt's run, so the
@@ -371,7 +455,9 @@ class AttemptRecorder(RunLifecycle, SearchObserver):
         try:
             if self._retrying is not None:
                 self._retrying.window = min(self._retrying.window, 30.0)
-            self._writer.flush(raise_error=False)  # the attempts that finished stay recorded
+                # the attempts that finished stay recorded (or journaled, the store down)
+                if not self._writer.flush(raise_error=False, timeout=self._retrying.window):
+                    self._stop_sending()
             if self._retrying is not None and not self._retrying.down:
                 for index in sorted(self._open_children):
                     self.client.set_terminated(self.child_run_ids[index], status)
@@ -383,6 +469,8 @@ class AttemptRecorder(RunLifecycle, SearchObserver):
                               "kept": self.recorded() or "nothing",
                               "resume_with": f"--resume {self.parent_run_id}"})
         finally:
+            if self.journal is not None and not self.journal.pending():
+                self.journal.remove()
             self._open_children.clear()
             if self.parent_run_id and mlflow.active_run() is not None and \
                     mlflow.active_run().info.run_id == self.parent_run_id:
@@ -417,7 +505,10 @@ class AttemptRecorder(RunLifecycle, SearchObserver):
         done = self._ended
         attempts = (f"{len(done)} finished attempt{'s' if len(done) != 1 else ''} "
                     f"({_ranges(done)})" if done else "no finished attempt")
-        return f"search run {self.parent_run_id} with {attempts}"
+        waiting = self.journal.pending_attempts() if self.journal is not None else []
+        journaled = (f"; the records of attempt(s) {_ranges(waiting)} wait in the journal "
+                     f"{self.journal.path}" if waiting else "")
+        return f"search run {self.parent_run_id} with {attempts}{journaled}"
 
     def call(self, what: str, fn, *args, **kwargs):
         return self._retrying.call(what, fn, *args, **kwargs)
@@ -452,17 +543,5 @@ class AttemptRecorder(RunLifecycle, SearchObserver):
 
     def log(self, run_id: str, metrics: dict, params: dict, tags: dict,
             steps: dict | None = None) -> None:
-        """One batch: ``steps`` maps a metric to its values at steps 1, 2, ... (fold scores:
-        one metric, one step per fold, drawn as one line in the UI)."""
-        ts = _now_ms()
-        metrics = {k: round(float(v), 3) if k.endswith("_seconds") else v
-                   for k, v in metrics.items()}  # milliseconds are enough for a duration
-        series = [Metric(k, float(v), ts, step)
-                  for k, values in (steps or {}).items()
-                  for step, v in enumerate(values, start=1)]
-        self.client.log_batch(
-            run_id,
-            metrics=[Metric(k, float(v), ts, 0) for k, v in metrics.items()] + series,
-            params=[Param(k, recorded_value(v)) for k, v in params.items()],
-            tags=[RunTag(k, str(v)[:TAG_MAX]) for k, v in tags.items()],
-        )
+        """One batch (``journal.log_batch``), retried while the store does not answer."""
+        log_batch(self.client, run_id, metrics, params, tags, steps)

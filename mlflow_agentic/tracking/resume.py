@@ -19,6 +19,7 @@ import numpy as np
 from mlflow_agentic.engine.batch import Outcome
 from mlflow_agentic.engine.restore import Restored
 from mlflow_agentic.errors import UserInputError
+from mlflow_agentic.tracking.journal import send_pending
 from mlflow_agentic.tracking.shared import process_alive
 
 OUTPUTS_ARTIFACT = "outputs.npz"
@@ -47,6 +48,9 @@ class ResumePoint:
     finalizing: bool = False
     """Workers' attempts being finalized: replayed by a fixed list, the ensemble and the
     selection rule are finalize's own."""
+    llm_calls: list[dict] = field(default_factory=list)
+    """An LLM search's calls read back from its traces, in order: answered again from these,
+    never asked twice (``llm.replay``)."""
 
     def recorded(self, name: str) -> str | None:
         """A search parameter as the search ran with it (``resolved.<name>`` under
@@ -69,11 +73,17 @@ class ResumePoint:
                 "--n-jobs may change), or start a new search without --resume")
 
 
-def read_search(run_id: str, tracking_uri: str, finalizing: bool = False) -> ResumePoint:
-    """``load_resume_point`` against the store at ``tracking_uri``."""
+def read_search(run_id: str, tracking_uri: str, finalizing: bool = False,
+                say=print) -> ResumePoint:
+    """``load_resume_point`` against the store at ``tracking_uri``; a killed search's journal
+    in this directory is sent to the store first (``journal.send_pending``)."""
     import mlflow
 
-    return load_resume_point(mlflow.MlflowClient(tracking_uri=tracking_uri), run_id, finalizing)
+    client = mlflow.MlflowClient(tracking_uri=tracking_uri)
+    point = load_resume_point(client, run_id, finalizing)  # refused (still running...) first
+    if not finalizing and send_pending(run_id, tracking_uri, say):
+        point = load_resume_point(client, run_id, finalizing)  # with what was journaled
+    return point
 
 
 def load_resume_point(client, run_id: str, finalizing: bool = False) -> ResumePoint:
@@ -112,6 +122,8 @@ def load_resume_point(client, run_id: str, finalizing: bool = False) -> ResumePo
     children = client.search_runs(
         [point.experiment_id], f"tags.`mlflow.parentRunId` = '{run_id}' and "
         "tags.`agentic.role` = 'attempt'", max_results=10000)
+    if point.recorded("proposer") in ("llm", "code"):
+        point.llm_calls = recorded_llm_calls(client, point)
     with tempfile.TemporaryDirectory(prefix="mlflow-agentic-resume-") as tmp:
         for child in children:
             index = int(child.data.tags.get("attempt.index", "0"))
@@ -120,6 +132,37 @@ def load_resume_point(client, run_id: str, finalizing: bool = False) -> ResumePo
             elif child.info.status == "RUNNING":
                 point.cut[child.info.run_id] = index
     return point
+
+
+def recorded_llm_calls(client, point: ResumePoint) -> list[dict]:
+    """The search's LLM calls 1..k from its ``llm.*`` traces, as replay records. Traces
+    are written asynchronously, so a kill can lose the last few: the calls after the first gap
+    are asked again."""
+    traces, token = [], None
+    while True:
+        page = client.search_traces(locations=[point.experiment_id], run_id=point.run_id,
+                                    max_results=500, page_token=token)
+        traces.extend(page)
+        token = page.token
+        if not token:
+            break
+    calls = {}
+    for trace in traces:
+        span = next((s for s in trace.data.spans if s.parent_id is None), None)
+        if span is None or not span.name.startswith("llm."):
+            continue
+        attrs, outputs = span.attributes, span.outputs or {}
+        number = int(attrs.get("call", 0) or 0)
+        calls[number] = {
+            "trace_id": trace.info.trace_id, "model": attrs.get("model", ""),
+            "mode": attrs.get("mode", ""), "text": outputs.get("text", ""),
+            "error": outputs.get("error"),
+            "prompt_tokens": int(attrs.get("prompt_tokens", 0) or 0),
+            "completion_tokens": int(attrs.get("completion_tokens", 0) or 0)}
+    replayed = []
+    while len(replayed) + 1 in calls:
+        replayed.append(calls[len(replayed) + 1])
+    return replayed
 
 
 def _refuse_if_running(run_id: str, status: str, tags: dict) -> None:
@@ -151,7 +194,7 @@ def _restore(client, child, metric: str, tmp: Path) -> Restored:
     outcome = Outcome(fold_scores=folds, fit_seconds=metrics.get("fit_seconds", 0.0),
                       seconds=metrics.get("attempt_seconds", 0.0), error=tags.get("error"),
                       pruned=pruned, elapsed=metrics.get("finished_at_search_seconds", 0.0))
-    if outcome.complete:
+    if outcome.complete and tags.get("attempt.phase") != "ensemble":  # that one is recomputed
         try:
             path = client.download_artifacts(run_id, OUTPUTS_ARTIFACT, str(tmp))
         except Exception as exc:  # noqa: BLE001 - any store error means the same here
@@ -165,12 +208,10 @@ def _restore(client, child, metric: str, tmp: Path) -> Restored:
     return Restored(tags.get("trainer", params.get("trainer", "?")), params, outcome, run_id)
 
 
-def save_outputs(client, run_id: str, oof, extra) -> None:
-    """Record a complete attempt's outputs on its run (what ``_restore`` reads back)."""
+def write_outputs(path: Path, oof, extra) -> None:
+    """A complete attempt's outputs as its run records them (what ``_restore`` reads back)."""
     arrays = {"oof": np.asarray(oof)}
     if extra is not None:
         arrays["extra"] = np.asarray(extra)
-    with tempfile.TemporaryDirectory(prefix="mlflow-agentic-outputs-") as tmp:
-        path = Path(tmp) / OUTPUTS_ARTIFACT
-        np.savez(path, **arrays)
-        client.log_artifact(run_id, str(path))
+    with path.open("wb") as fh:  # np.savez on a name would add ".npz" to one without it
+        np.savez(fh, **arrays)

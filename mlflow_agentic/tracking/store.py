@@ -3,15 +3,19 @@ every call retried with backoff (and a message) while the store does not answer.
 
 A search must not start against a store it cannot write (an unwritable sqlite path, a server
 that is down): that is refused before the holdout is sealed. A store that stops answering
-mid-search is retried for ``MLFLOW_AGENTIC_TRACKING_RETRY_SECONDS`` (default 300 s), saying so on
-stderr; if it does not come back, ``TrackingUnavailable`` says what was recorded and where.
+mid-search is retried with backoff, saying so on stderr: the attempts' records (journaled on
+disk, ``tracking.journal``) until it answers again while the search goes on; a call the search
+waits for, for ``MLFLOW_AGENTIC_TRACKING_RETRY_SECONDS`` (default 300 s). If the store does not
+come back, ``TrackingUnavailable`` says what was recorded, and where the rest waits.
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -24,6 +28,8 @@ DEFAULT_RETRY_SECONDS = 300.0
 FIRST_WAIT = 1.0
 MAX_WAIT = 30.0
 T = TypeVar("T")
+AGAIN = "run the search again when the store is back"
+"""What to do after the store stopped answering, when nothing waits in a journal."""
 
 
 class TrackingUnavailable(AgenticError):
@@ -56,17 +62,30 @@ def check_store(uri: str | None = None) -> str:
         path = Path(uri.removeprefix("sqlite:///"))
         _check_writable(path, uri, use_local)
         with _file_lock(path.with_name(path.name + ".lock")):
-            import mlflow
-
-            try:  # creates the tables and runs the migrations, once
-                mlflow.MlflowClient(tracking_uri=uri).search_experiments(max_results=1)
-            except Exception as exc:
-                raise UserInputError(f"cannot open the tracking store {uri}: {exc}") from exc
+            _initialise(uri)
         return uri
     if uri.startswith("file:") or "://" not in uri:
         path = Path(uri.removeprefix("file://").removeprefix("file:"))
         _check_writable(path / "x", uri, use_local)
     return uri
+
+
+def _initialise(uri: str, tries: int = 5) -> None:
+    """Create the tables and run the migrations. Another program opening the new store at
+    the same moment (``mlflow ui``, a script) migrates it too, without our lock: its half-done
+    schema (a duplicate column, a table already there or not yet there, a version row moved
+    under alembic) is waited out; a store still failing after ``tries`` seconds is reported."""
+    import mlflow
+
+    for attempt in range(1, tries + 1):
+        try:
+            mlflow.MlflowClient(tracking_uri=uri).search_experiments(max_results=1)
+            return
+        except Exception as exc:
+            if attempt < tries:  # sqlite's errors, or alembic's, mid-migration elsewhere
+                time.sleep(1.0)
+                continue
+            raise UserInputError(f"cannot open the tracking store {uri}: {exc}") from exc
 
 
 def _check_writable(path: Path, uri: str, instead: str) -> None:
@@ -140,13 +159,23 @@ class Retrying:
 
     def __init__(self, uri: str, recorded: Callable[[], str] = lambda: "",
                  say: Callable[[str], None] | None = None,
-                 window: float | None = None) -> None:
+                 window: float | None = None, meanwhile: str = "",
+                 next_step: Callable[[], str] = lambda: AGAIN) -> None:
         self.uri = uri
         self.recorded = recorded
+        self.next_step = next_step
         self.say = say or (lambda line: print(line, file=sys.stderr, flush=True))
         self.window = float(os.environ.get(RETRY_SECONDS_ENV, DEFAULT_RETRY_SECONDS)
                             if window is None else window)
+        self.meanwhile = meanwhile
+        """With no window (``math.inf``): what goes on while it retries, for the retry line."""
         self.down = False
+        self.stopped = threading.Event()
+        """Set (``stop``): the retry under way gives up at once, and every later call."""
+
+    def stop(self) -> None:
+        self.down = True
+        self.stopped.set()
 
     def call(self, what: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         started, wait, attempt = time.monotonic(), FIRST_WAIT, 0
@@ -162,9 +191,11 @@ class Retrying:
                     self.down = True
                     raise TrackingUnavailable(self._gave_up(what, exc, attempt)) from exc
                 wait = min(wait, max(left, 0.1))
+                until = (f"giving up in {left:.0f}s" if math.isfinite(left)
+                         else self.meanwhile or "retrying until it answers")
                 self.say(f"tracking store {self.uri} is not answering ({_reason(exc)}) while "
-                         f"{what}; retry {attempt} in {wait:.0f}s, giving up in {left:.0f}s")
-                time.sleep(wait)
+                         f"{what}; retry {attempt} in {wait:.0f}s, {until}")
+                self.stopped.wait(wait)
                 wait = min(wait * 2, MAX_WAIT)
             else:
                 if attempt:
@@ -173,10 +204,11 @@ class Retrying:
 
     def _gave_up(self, what: str, exc: BaseException, attempts: int) -> str:
         recorded = self.recorded()
+        over = f" over {self.window:.0f}s" if math.isfinite(self.window) else ""
         return (f"the tracking store {self.uri} stopped answering while {what} "
-                f"({_reason(exc)}; {attempts} tries over {self.window:.0f}s). "
+                f"({_reason(exc)}; {attempts} tries{over}). "
                 + (f"Recorded there before it stopped: {recorded}. " if recorded else "")
-                + "Nothing was registered; run the search again when the store is back")
+                + f"Nothing was registered; {self.next_step()}")
 
 
 class RetryingClient:

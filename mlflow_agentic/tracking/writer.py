@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from collections.abc import Callable
 
 
@@ -30,12 +31,20 @@ class BackgroundWriter:
             self._thread.start()
         self._queue.put((fn, args))
 
-    def flush(self, raise_error: bool = True) -> None:
-        """Wait until everything submitted is written (or skipped after a failure)."""
-        if self._thread is not None:
-            self._queue.join()
+    def flush(self, raise_error: bool = True, timeout: float | None = None) -> bool:
+        """Wait until everything submitted is written (or skipped after a failure); False
+        when ``timeout`` seconds passed first."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        done = self._queue.all_tasks_done
+        with done:
+            while self._thread is not None and self._queue.unfinished_tasks:
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return False
+                done.wait(left)
         if raise_error:
             self.raise_error()
+        return True
 
     def raise_error(self) -> None:
         error, self._error = self._error, None

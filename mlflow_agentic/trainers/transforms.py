@@ -134,6 +134,34 @@ class InputColumns(TransformerMixin, BaseEstimator):
         return np.array(self.columns_, dtype=object)
 
 
+class CodeInputs(TransformerMixin, BaseEstimator):
+    """What a code-mode candidate reads: its feature ``columns`` only (IDs, flagged and dropped
+    columns removed), the ``numeric`` ones as floats. The sandbox's training rows are made by
+    this step too, so a served model sees its inputs exactly as the candidate was fitted."""
+
+    def __init__(self, columns=(), numeric=()):
+        self.columns = columns
+        self.numeric = numeric
+
+    def fit(self, X, y=None):
+        self.n_features_in_ = pd.DataFrame(X).shape[1]
+        return self
+
+    def transform(self, X):
+        frame = pd.DataFrame(X)
+        absent = [c for c in self.columns if c not in frame.columns]
+        if absent:
+            refuse_input(f"missing input column(s): {', '.join(absent)}")
+        out = frame[list(self.columns)].copy()
+        numeric = [c for c in self.numeric if c in out.columns]
+        if numeric:
+            out[numeric] = to_numeric_frame(out[numeric])
+        return out
+
+    def get_feature_names_out(self, input_features=None):
+        return np.array(list(self.columns), dtype=object)
+
+
 class EncodedLabelClassifier(ClassifierMixin, BaseEstimator):
     """Fit ``estimator`` on integer-coded labels, answer in the original labels.
 

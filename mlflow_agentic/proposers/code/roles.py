@@ -1,0 +1,163 @@
+"""The four code-mode roles: what each is told and the JSON it must answer (pydantic).
+
+Every prompt keeps the privacy rules of ``llm.prompt``: aggregates and column names, CV scores,
+verdicts and errors; never a raw cell value, never a holdout number (the holdout is sealed before
+any proposer exists and scored after the search).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+import sklearn
+from pydantic import BaseModel, Field, field_validator
+
+CONTRACT = f"""Write candidate.py, a Python module defining:
+
+    def build_pipeline(columns: dict[str, str]):
+        # return an UNFITTED scikit-learn estimator, usually a Pipeline
+
+- `columns` maps each input column name to "numeric" or "categorical". The estimator is fitted on
+  a pandas DataFrame with exactly these columns: numeric ones as float (NaN where missing),
+  categorical ones as text (None where missing).
+- All feature work goes inside the returned pipeline (FunctionTransformer, ColumnTransformer,
+  your own transformer classes defined at module level): it is refit on every CV fold and runs
+  again on every prediction request.
+- Classification: the final estimator needs predict_proba. Regression: predict.
+- Available: numpy, pandas, scipy, scikit-learn {sklearn.__version__}. Nothing else, no network,
+  no files. Do not print or compute scores: the engine scores the out-of-fold predictions
+  itself, and anything you print is only logged.
+"""
+
+
+class Hypothesis(BaseModel):
+    title: str = Field(min_length=1, max_length=120)
+    idea: str = ""
+
+    @field_validator("idea", mode="before")
+    @classmethod
+    def _text(cls, value):
+        return "" if value is None else str(value)
+
+
+class Plan(BaseModel):
+    """The planner's answer: hypotheses, most promising first."""
+
+    hypotheses: list[Hypothesis] = Field(min_length=1)
+
+
+class Code(BaseModel):
+    """The coder's answer: the whole ``candidate.py``."""
+
+    code: str = Field(min_length=1)
+    rationale: str = ""
+
+
+class Pivot(BaseModel):
+    drop_columns: list[str] = Field(default_factory=list)
+    cv_advice: str = ""
+
+
+class Critique(BaseModel):
+    """The critic's answer: accept or object (a note either way); at most one pivot counts."""
+
+    accept: bool = True
+    note: str = ""
+    pivot: Pivot | None = None
+
+
+class Submission(BaseModel):
+    """The submitter's answer: the attempt to register, and why."""
+
+    attempt: int
+    why: str = ""
+
+
+def schema(model: type[BaseModel]) -> dict:
+    """The JSON schema sent to servers that support structured output."""
+    return model.model_json_schema()
+
+
+def _system(role: str, task: str, answer: str) -> dict:
+    return {"role": "system", "content": (
+        f"You are the {role} of an AutoML team that writes scikit-learn pipelines for a tabular "
+        f"task. {task} Answer with one JSON object only: {answer}")}
+
+
+def _user(*parts: tuple[str, object]) -> dict:
+    return {"role": "user", "content": "\n\n".join(
+        f"{title}:\n{json.dumps(value, default=str) if not isinstance(value, str) else value}"
+        for title, value in parts)}
+
+
+def attempt_lines(history: Sequence, notes: dict[int, str]) -> list[dict]:
+    """What earlier code attempts taught: hypothesis, CV score, verdict, error, critic note."""
+    lines = []
+    for a in history:
+        entry = {"attempt": a.index, "hypothesis": a.params.get("hypothesis", a.candidate.trainer),
+                 "status": a.status, "verdict": a.verdict.reason[:300]}
+        if not a.failed and a.pruned is None:
+            entry.update(cv_score=round(a.score, 4), cv_std=round(a.score_std, 4))
+        if a.error:
+            entry["error"] = a.error[:600]
+        if a.index in notes:
+            entry["critic"] = notes[a.index][:400]
+        lines.append(entry)
+    return lines
+
+
+def constraints(dropped: Sequence[str], cv_advice: str) -> dict:
+    return {"dropped_columns (never use these)": list(dropped),
+            "cv_advice (from the critic)": cv_advice or "none"}
+
+
+def planner_messages(facts: dict, history: Sequence, notes: dict[int, str], dropped,
+                     cv_advice: str, wanted: int) -> list[dict]:
+    return [_system("PLANNER", (
+        f"Rank up to {wanted} hypotheses for the next experiments: feature engineering, "
+        "encodings, or a model, each testable by one candidate.py. Prefer ideas the attempts "
+        "so far suggest will raise the cross-validated score."),
+        '{"hypotheses": [{"title": str, "idea": str}, ...]} (most promising first)'),
+        _user(("Task facts", facts), ("Attempts so far", attempt_lines(history, notes)),
+              ("Constraints", constraints(dropped, cv_advice)))]
+
+
+def coder_messages(facts: dict, hypothesis: Hypothesis, history: Sequence,
+                   notes: dict[int, str], columns: dict[str, str], dropped,
+                   cv_advice: str) -> list[dict]:
+    return [_system("CODER", "Write candidate.py for one hypothesis.\n\n" + CONTRACT,
+                    '{"code": "<the whole candidate.py>", "rationale": str}'),
+            _user(("Task facts", facts), ("Input columns", columns),
+                  ("Hypothesis", hypothesis.model_dump()),
+                  ("Earlier attempts (learn from their scores and errors)",
+                   attempt_lines(history, notes)),
+                  ("Constraints", constraints(dropped, cv_advice)))]
+
+
+def critic_messages(findings: list[dict], record, features: Sequence[str],
+                    columns: Sequence[str], pivot_left: bool) -> list[dict]:
+    pivot = ('"pivot": {"drop_columns": [str], "cv_advice": str} or null'
+             if pivot_left else '"pivot": null (the one pivot of this search is used)')
+    return [_system("CRITIC", (
+        "Review one cross-validated candidate against the data findings. Object when its "
+        "features use a column a finding flags (leakage, an identifier, a post-outcome value). "
+        + ("You may pivot once per search: drop flagged columns from every later candidate, "
+           "or advise on the CV scheme." if pivot_left else "")),
+        '{"accept": bool, "note": str, ' + pivot + "}"),
+        _user(("Findings about the training data", findings),
+              ("Input columns", list(columns)),
+              ("Features the candidate's pipeline makes", list(features)[:200]),
+              ("Attempt", {"index": record.index, "status": record.status,
+                           "cv_score": None if record.failed else round(record.score, 4),
+                           "verdict": record.verdict.reason[:300]}))]
+
+
+def submitter_messages(findings: list[dict], history: Sequence, notes: dict[int, str]
+                       ) -> list[dict]:
+    return [_system("SUBMITTER", (
+        "Choose the one attempt to register, from its cross-validated score, its spread and "
+        "the findings. Only verified attempts can be registered; prefer one the critic "
+        "accepted."), '{"attempt": int, "why": str}'),
+        _user(("Findings about the training data", findings),
+              ("Attempts", attempt_lines(history, notes)))]

@@ -1,0 +1,58 @@
+"""The journal on its own, against a real sqlite store: a flush cut after a record reached the
+store sends nothing twice; a folder that cannot be made falls back to the temp folder."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import mlflow
+import numpy as np
+
+from mlflow_agentic.tracking.journal import JOURNAL_TAG, Journal, flush_journal, send
+from mlflow_agentic.tracking.store import Retrying
+
+
+def test_a_flush_cut_after_a_record_was_sent_sends_nothing_twice(tracking_uri, tmp_path):
+    client = mlflow.MlflowClient()
+    experiment = client.create_experiment("journal")
+    parent = client.create_run(experiment, run_name="search").info.run_id
+    journal = Journal.create(parent, tracking_uri, experiment)
+    create = journal.append("create_run", ref="attempt:1", experiment_id=experiment,
+                            name="01-linear", tags={"mlflow.parentRunId": parent},
+                            start_ms=1_700_000_000_000)
+    outputs = journal.file_for("attempt-1", "outputs.npz")
+    np.savez(outputs, oof=np.arange(3.0))
+    journal.append("outputs", ref="attempt:1", file=str(outputs))
+    journal.append("end", ref="attempt:1", ts=1_700_000_001_000, metrics={"cv_roc_auc": 0.8},
+                   params={"C": "1.0"}, tags={"verdict": "verified"},
+                   steps={"cv_roc_auc_fold": [0.7, 0.9]}, traceback=None, status="FINISHED",
+                   end_ms=1_700_000_002_000)
+    # the process died right after the store created the run, before the journal said so
+    send(client, Retrying(tracking_uri), journal, create)
+    journal = Journal.open(journal.path)
+    assert len(journal.pending()) == 3
+
+    then = flush_journal(journal.path, say=lambda line: None)
+    assert not journal.path.exists()
+    assert then == f"search(..., resume={parent!r}) with the same arguments"  # not a CLI run
+    (run,) = client.search_runs([experiment], f"tags.`{JOURNAL_TAG}` = '{parent}:1'")
+    runs = client.search_runs([experiment], "tags.`mlflow.parentRunId` != ''")
+    assert [r.info.run_id for r in runs] == [run.info.run_id]  # found, not created twice
+    assert run.info.status == "FINISHED" and run.info.start_time == 1_700_000_000_000
+    history = client.get_metric_history(run.info.run_id, "cv_roc_auc_fold")
+    assert [(m.step, m.value) for m in history] == [(1, 0.7), (2, 0.9)]
+    assert [a.path for a in client.list_artifacts(run.info.run_id)] == ["outputs.npz"]
+
+
+def test_a_journal_folder_that_cannot_be_made_falls_back_to_the_temp_folder(tmp_path,
+                                                                            monkeypatch):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv("MLFLOW_AGENTIC_JOURNAL_DIR", str(blocker / "journal"))
+    journal = Journal.create("run1", "sqlite:///x.db", "1")
+    try:
+        assert journal.path.parent == Path(tempfile.gettempdir()) / "mlflow-agentic-journal"
+        assert Journal.open(journal.path).header["run_id"] == "run1"
+    finally:
+        journal.remove()
