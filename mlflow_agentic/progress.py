@@ -15,6 +15,25 @@ STYLE = {"verified": "green", "rejected": "yellow", "failed": "red", "quarantine
          "pruned": "cyan"}
 
 
+def _what_runs(trainers, settings: dict) -> str:
+    """The trainers offered, or in code mode the sandbox candidates run in and its limits."""
+    if "sandbox" not in settings:
+        return f"trainers {', '.join(trainers)}"
+    limits = {k.removeprefix("sandbox."): _number(v) for k, v in settings.items()
+              if k.startswith("sandbox.")}
+    return (f"up to {settings.get('max_experiments', '?')} LLM-written candidates, each in a "
+            f"{settings['sandbox']} sandbox (memory {limits.get('memory')}, "
+            f"{limits.get('cpus')} CPUs, {limits.get('timeout')}s)")
+
+
+def _number(value) -> str:
+    """``2.0`` as ``2``, ``600.0`` as ``600``; anything else (``2g``) as it is."""
+    try:
+        return f"{float(value):g}"
+    except (TypeError, ValueError):
+        return str(value)
+
+
 def _attempt_bar(console: Console) -> Progress:
     """A transient bar counting attempts, with the elapsed time."""
     return Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
@@ -42,8 +61,8 @@ class RichProgress(SearchObserver):
         self.console.print(f"[bold]{ds.describe()}[/]")
         self.console.print(
             f"metric {metric.name} ({metric.direction}), {context.n_splits}-fold CV, trivial "
-            f"baseline {context.baseline_score:.4f}; proposer {context.proposer_name}; trainers "
-            f"{', '.join(context.trainers)}")
+            f"baseline {context.baseline_score:.4f}; proposer {context.proposer_name}; "
+            + _what_runs(context.trainers, context.settings))
         jobs = context.settings.get("n_jobs")
         budget = context.settings.get("budget_seconds")
         self.console.print(f"{jobs} worker(s), single-threaded models"
@@ -82,7 +101,7 @@ class RichProgress(SearchObserver):
             folds = len(record.fold_scores)
             score = f"{record.score:.4f} ({folds} folds)" if folds else "- (no fold done)"
         self._progress.console.print(
-            f"  {record.index:>3} {record.candidate.trainer:<24} {record.metric}={score:<18} "
+            f"  {record.index:>3} {record.candidate.title[:24]:<24} {record.metric}={score:<18} "
             f"[{style}]{record.status:<8}[/] fit {record.fit_seconds:5.1f}s  "
             f"[dim]{record.verdict.reason if not record.verdict.valid else ''}"
             f"{' restored' if record.restored else ''}[/]")
@@ -97,7 +116,7 @@ class RichProgress(SearchObserver):
         for col in ("#", "attempt", "trainer", f"cv {run.metric}", "status", "fit s"):
             table.add_column(col)
         for rank, a in enumerate(run.leaderboard()[:10], start=1):
-            table.add_row(str(rank), str(a.index), a.candidate.trainer,
+            table.add_row(str(rank), str(a.index), a.candidate.title,
                           "-" if a.failed or not a.fold_scores else f"{a.score:.4f}",
                           f"[{STYLE[a.status]}]{a.status}[/]", f"{a.fit_seconds:.1f}")
         self.console.print(table)

@@ -51,6 +51,14 @@ class SolutionCandidate:
     artifacts: Mapping[str, str] = field(default_factory=dict)
     """Text files the attempt's run keeps (code mode: the plan entry), by file name."""
 
+    @property
+    def title(self) -> str:
+        """What people read in progress lines, leaderboards and run names: the trainer, or in
+        code mode the hypothesis the candidate tests (every code attempt's trainer is
+        ``code``)."""
+        hypothesis = self.params.get("hypothesis") if self.code is not None else None
+        return f"code: {hypothesis}" if hypothesis else self.trainer
+
 
 @dataclass(frozen=True)
 class Verdict:
@@ -210,7 +218,7 @@ class EngineeringRun:
         if self.best_candidate is None:
             return f"{head}; nothing verified: {self.why_nothing_verified()}; nothing registered"
         label = "best" if self.best_attempt is self.top_attempt else "selected"
-        line = (f"{head}; {label}={self.best_candidate.trainer} "
+        line = (f"{head}; {label}={self.best_candidate.title} "
                 f"{self.metric}={self.best_score:.4f} "
                 f"(baseline {self.baseline_score:.4f})")
         return line + self.tie_note()
@@ -223,7 +231,7 @@ class EngineeringRun:
         others = [a for a in (top, *self.ties) if a is not chosen]
         if not others:
             return ""
-        names = ", ".join(f"{a.index:02d}-{a.candidate.trainer} {a.score:.4f}" for a in others)
+        names = ", ".join(f"{a.index:02d}-{a.candidate.title} {a.score:.4f}" for a in others)
         window = f"one standard error ({self.tie_window:.4f})"
         if chosen is top:
             return f"; tied within {window} with {names}"

@@ -119,11 +119,11 @@ def score_on_holdout(run: EngineeringRun, train, holdout, scorer: HoldoutScorer 
             else:
                 continue
             gap, deceived = gap_of(run.metric, attempt.score, value)
-            scores[attempt.index] = HoldoutScore(attempt.index, attempt.candidate.trainer,
+            scores[attempt.index] = HoldoutScore(attempt.index, attempt.candidate.title,
                                                  attempt.score, float(value), gap, deceived)
         except Exception as exc:  # recorded, never fatal
             scores[attempt.index] = HoldoutScore(
-                attempt.index, attempt.candidate.trainer, attempt.score, float("nan"),
+                attempt.index, attempt.candidate.title, attempt.score, float("nan"),
                 float("nan"), False, f"{type(exc).__name__}: {exc}")
     selected = scores.get(best_index) if best_index is not None else None
     return HoldoutReport(run.metric, scores, selected, hd.n_rows, holdout.scheme,

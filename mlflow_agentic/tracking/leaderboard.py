@@ -23,7 +23,7 @@ def leaderboard_frame(rec, run: EngineeringRun, report=None) -> pd.DataFrame:
     for rank, a in enumerate(run.leaderboard(), start=1):
         run_id = rec.child_run_ids.get(a.index, "")
         rows.append({
-            "rank": rank, "attempt": a.index, "run_name": f"{a.index:02d}-{a.candidate.trainer}",
+            "rank": rank, "attempt": a.index, "run_name": f"{a.index:02d}-{a.candidate.title}",
             "trainer": a.candidate.trainer, "status": a.status,
             "selected": best is not None and a.index == best.index,
             "tie": a.index in tied, "phase": a.phase,

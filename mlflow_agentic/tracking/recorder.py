@@ -253,8 +253,9 @@ class AttemptRecorder(RunLifecycle, SearchObserver):
                 **extra, **run_context.search_tags()}  # the search's context: this thread's
         # a batch starts in one millisecond: the runs list sorts by start time, in order
         self._last_start = max(_now_ms(), self._last_start + 1)
+        title = getattr(candidate, "title", trainer)
         self._journaled(index, "create_run", experiment_id=self._experiment_id,
-                        name=f"{number:02d}-{trainer}", tags=tags, start_ms=self._last_start)
+                        name=f"{number:02d}-{title}", tags=tags, start_ms=self._last_start)
 
     def _journaled(self, index: int, op: str, **fields) -> None:
         """A record of attempt ``index``: on disk now, to the store on the writer's thread."""

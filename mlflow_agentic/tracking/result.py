@@ -48,7 +48,7 @@ def record_result(rec, run: EngineeringRun, report=None, holdout=None, *, regist
     note = [f"### {run.summary()}", "", f"Stopped: {run.stop_reason}."]
     selected_id = rec.child_run_ids.get(best.index) if best is not None else None
     if selected_id:
-        note += ["", f"**Selected attempt: [{best.index:02d}-{best.candidate.trainer}]"
+        note += ["", f"**Selected attempt: [{best.index:02d}-{best.candidate.title}]"
                      f"({rec.run_link(selected_id)})** (CV {m} {best.score:.4f} ± "
                      f"{best.score_std:.4f}); it holds the model, its holdout diagnostics and "
                      "explanations."]
@@ -168,7 +168,7 @@ def _register(rec, run: EngineeringRun, best: AttemptRecord, report, logged: Reg
 def _version_description(rec, run: EngineeringRun, report) -> str:
     best, m, ctx = run.best_attempt, run.metric, rec.context
     run_id = rec.child_run_ids.get(best.index, "")
-    lines = [f"**{best.index:02d}-{best.candidate.trainer}**, selected from {len(run.attempts)} "
+    lines = [f"**{best.index:02d}-{best.candidate.title}**, selected from {len(run.attempts)} "
              f"attempts ({len(run.valid_attempts)} verified) by the `{run.selection}` rule, "
              f"proposer `{ctx.proposer_name}`.", "",
              f"- CV {m}: {best.score:.4f} ± {best.score_std:.4f} ({len(best.fold_scores)}-fold "
