@@ -6,6 +6,10 @@ Run from a directory where ``mlflow run . -P data=examples/churn.csv --env-manag
     mlflow ui --backend-store-uri sqlite:///mlflow.db -p 5055 &
     python docs/screenshots.py http://127.0.0.1:5055 docs/ui
 
+After a code-mode search (``--proposer code``), ``--code`` takes the code-mode pictures
+instead: the attempts named by hypothesis with their sandbox limits, one attempt's tags and its
+``candidate.py``, and the roles' traces.
+
 Needs ``pip install playwright`` and a Chromium (Debian: ``apt-get install chromium``).
 """
 
@@ -27,7 +31,9 @@ COLUMNS = ["cv_roc_auc", "cv_roc_auc_std", "holdout_roc_auc", "gap", "fit_second
 HIDDEN = ["Source", "Dataset"]
 
 
-def pick_columns(page, names) -> None:
+def pick_columns(page, names, every: bool = False) -> None:
+    """Tick (or untick) the named columns; ``every``: each group's column of that name (the
+    search run's param and its attempts' tag of the same name)."""
     page.get_by_role("button", name="Columns", exact=True).click()
     time.sleep(0.5)
     box = page.get_by_placeholder("Search")
@@ -35,7 +41,8 @@ def pick_columns(page, names) -> None:
         box.fill(name)
         time.sleep(0.6)
         title = page.locator("span[title]").filter(has_text=re.compile(rf"^{re.escape(name)}$"))
-        title.first.locator("xpath=preceding-sibling::span[1]").click()  # its checkbox
+        for k in range(title.count() if every else 1):
+            title.nth(k).locator("xpath=preceding-sibling::span[1]").click()  # its checkbox
     page.keyboard.press("Escape")
     time.sleep(0.5)
 
@@ -73,16 +80,54 @@ def main(ui: str, out: Path, store: str = "sqlite:///mlflow.db") -> None:
         browser.close()
 
 
-def page_shot(page, url: str | None, path: Path, clicks=()) -> None:
-    """Open ``url`` (None: stay), click the named items in turn, then take the screenshot."""
+CODE_COLUMNS = ["cv_roc_auc", "verdict", "sandbox", "sandbox.memory", "sandbox.cpus",
+                "sandbox.timeout", "critic"]
+
+
+def code_shots(ui: str, out: Path, store: str = "sqlite:///mlflow.db") -> None:
+    """Code mode: the attempts, one attempt's sandbox tags and candidate.py, the traces."""
+    client = mlflow.MlflowClient(store, registry_uri=store)
+    exp = client.get_experiment_by_name("churn-agentic")
+    parent = client.search_runs([exp.experiment_id], "tags.`agentic.role` = 'search'",
+                                order_by=["attributes.start_time DESC"], max_results=1)[0]
+    children = client.search_runs(
+        [exp.experiment_id], f"tags.`mlflow.parentRunId` = '{parent.info.run_id}'")
+    feature = next(c for c in children if "per month" in (c.info.run_name or ""))
+    runs = f"{ui}/#/experiments/{exp.experiment_id}/runs"
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        page = browser.new_page(viewport={"width": 1900, "height": 900})
+        page.goto(f"{runs}?orderByKey=metrics.%60cv_roc_auc%60&orderByAsc=false")  # flat
+        time.sleep(5)
+        if page.get_by_role("button", name="Close").count():
+            page.get_by_role("button", name="Close").first.click()  # the assistant panel
+        pick_columns(page, CODE_COLUMNS, every=True)
+        pick_columns(page, HIDDEN)
+        page.screenshot(path=str(out / "code_runs_table.png"))
+        page_shot(page, f"{runs}/{feature.info.run_id}", out / "code_attempt.png")
+        page_shot(page, f"{runs}/{feature.info.run_id}/artifacts", out / "code_candidate.png",
+                  clicks=["candidate.py"])
+        page_shot(page, f"{ui}/#/experiments/{exp.experiment_id}/traces", None)
+        if page.get_by_role("button", name="Got it").count():
+            page.get_by_role("button", name="Got it").first.click()  # a feature tour
+            time.sleep(1)
+        page.screenshot(path=str(out / "code_traces.png"))
+        browser.close()
+
+
+def page_shot(page, url: str | None, path: Path | None, clicks=()) -> None:
+    """Open ``url`` (None: stay), click the named items in turn, then take the screenshot
+    (None: not yet)."""
     if url is not None:
         page.goto(url)
         time.sleep(5)
     for text in clicks:
         page.get_by_text(text, exact=True).click()
         time.sleep(2)
-    page.screenshot(path=str(path), full_page=not clicks)
+    if path is not None:
+        page.screenshot(path=str(path), full_page=not clicks)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], Path(sys.argv[2]))
+    shots = code_shots if "--code" in sys.argv[3:] else main
+    shots(sys.argv[1], Path(sys.argv[2]))
