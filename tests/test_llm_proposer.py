@@ -214,6 +214,8 @@ def test_tokens_cost_traces_and_recording(tracking_uri, churn_small, server):
                                   run_id=tracker.parent_run_id, return_type="list")
     assert len(traces) == 3
     assert child.data.tags["llm.trace_id"] in {t.info.trace_id for t in traces}
+    usage = sorted((t.info.token_usage or {}).get("input_tokens") for t in traces)
+    assert usage == sorted(tokens)  # the Traces tab's Tokens column
     path = mlflow.artifacts.download_artifacts(run_id=tracker.parent_run_id,
                                                artifact_path="llm_exchanges.jsonl")
     with open(path) as fh:

@@ -127,7 +127,8 @@ class AgenticAutoML:
             deadline=None if s.time_budget is None else started + s.time_budget,
         )
         pool = WorkerPool(self.n_jobs, s.backend, s.backend_address)
-        pool.warm_up()  # workers import the scientific stack while the baseline and tracking run
+        if self.sandbox is None:  # code mode fits in the sandbox, not in these workers
+            pool.warm_up()  # they import the scientific stack while the baseline and tracking run
         self._runner = BatchRunner(FoldData(dataset, splits, self.extra_X), pool, metric,
                                    self._make_pruner(), s.random_state, self.sandbox)
         try:  # a failure from here on ends the observers' records too (FAILED, with why)

@@ -18,6 +18,7 @@ from pathlib import Path
 import mlflow
 from mlflow.entities import Dataset as DatasetEntity
 from mlflow.entities import DatasetInput, InputTag
+from mlflow.tracing.constant import SpanAttributeKey
 from mlflow.utils.mlflow_tags import MLFLOW_DATASET_CONTEXT
 
 from mlflow_agentic.data.split import frame_digest
@@ -298,10 +299,14 @@ class AttemptRecorder(RunLifecycle, SearchObserver):
                       "completion_tokens": exchange.completion_tokens,
                       "cost_usd": exchange.cost_usd, "attempts": exchange.attempts,
                       "call": len(self.llm_exchanges)}  # resuming replays calls 1..k
+        usage = {"input_tokens": exchange.prompt_tokens,  # the UI's Tokens column
+                 "output_tokens": exchange.completion_tokens,
+                 "total_tokens": exchange.prompt_tokens + exchange.completion_tokens}
         span = self.client.start_trace(
             f"llm.{exchange.role}", span_type="CHAT_MODEL",
             inputs={"messages": exchange.messages},
-            attributes={k: str(v) for k, v in attributes.items()},
+            attributes={**{k: str(v) for k, v in attributes.items()},
+                        SpanAttributeKey.CHAT_USAGE: usage},
             tags={"proposer": self.context.proposer_name, "role": exchange.role,
                   "search_run_id": self.parent_run_id},
             experiment_id=self._experiment_id, start_time_ns=exchange.started_ns or None,
