@@ -117,7 +117,8 @@ def search(
             raise UserInputError("candidates only apply to the sequence proposer")
         if proposer in ("llm", "code") and llm.recording is None:  # before anything is logged
             check_llm_endpoint(llm, "Start the server (or pass --llm-base-url), use another "
-                               "--proposer, or replay an earlier search with --replay RUN_ID")
+                               "--proposer, or replay an earlier search with --replay RUN_ID",
+                               proposer)
 
         # a candidates file is read (and checked) now, so a bad one fails before sealing; a
         # fixed list knows nothing of the rows. Every other proposer is built after sealing.

@@ -82,11 +82,13 @@ def build_proposer(name: str, *, seed: int, trainers: Sequence[str], dataset,
     return load_candidates(candidates, trainers, dataset)
 
 
-def check_llm_endpoint(llm: LLMOptions, hint: str) -> None:
+def check_llm_endpoint(llm: LLMOptions, hint: str, proposer: str = "llm") -> None:
     """Fail before anything is logged when the openai SDK is missing or the endpoint does not
     answer at all; ``hint`` says what the user can do instead."""
     if importlib.util.find_spec("openai") is None:
-        raise UserInputError("the llm proposer needs the openai package: pip install -e '.[llm]'")
+        extras = "llm,sandbox" if proposer == "code" else "llm"
+        raise UserInputError(f"the {proposer} proposer needs the openai package: "
+                             f"pip install -e '.[{extras}]'")
     from mlflow_agentic.llm.client import LLMClient, LLMConfig, LLMUnavailable
 
     try:

@@ -46,8 +46,9 @@ class DockerSandbox:
         try:
             import docker
         except ImportError as exc:
-            raise SandboxUnavailable("the sandbox needs the docker package: pip install "
-                                     "'mlflow-agentic[sandbox]'") from exc
+            raise SandboxUnavailable("the sandbox needs the docker package: pip install -e "
+                                     "'.[sandbox]' (from a clone; or mlflow-agentic[sandbox])"
+                                     ) from exc
 
         try:
             self._client = docker.from_env(timeout=30)
