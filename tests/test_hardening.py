@@ -327,23 +327,34 @@ def mlflow_server(tmp_path: Path, port: int, store: str | None = None):
 
 
 def test_a_tracking_server_that_comes_back_loses_nothing(tmp_path, churn_frame):
-    """A tracking server backed by PostgreSQL stops for 20 s mid-search and comes back."""
-    port = free_port()
+    """A tracking server backed by PostgreSQL stops for 20 s mid-search (an LLM search: its
+    calls' traces too) and comes back."""
+    from tests.test_resume import model_server
+
+    port, llm = free_port(), model_server()
     uri = f"http://127.0.0.1:{port}"
     with postgres(("mlflow",)) as urls:
         with mlflow_server(tmp_path, port, urls["mlflow"]):
             proc = start_search(tmp_path, uri, write(tmp_path, "churn.csv", churn_frame),
-                                "--max-iterations", "4", "--patience", "10",
-                                env={"MLFLOW_AGENTIC_TRACKING_RETRY_SECONDS": "120"})
+                                "--max-iterations", "5", "--patience", "10", "--proposer",
+                                "llm", "--llm-base-url", llm.base_url, "--llm-model", "scripted",
+                                env={"MLFLOW_AGENTIC_TRACKING_RETRY_SECONDS": "120",
+                                     "OPENAI_API_KEY": "k"})
             wait_for_finished_attempts(uri, 1, proc)
         time.sleep(20)  # down: the search retries its calls with backoff
         with mlflow_server(tmp_path, port, urls["mlflow"]):
             out, err = proc.communicate(timeout=240)
+            llm.close()
             assert proc.returncode == 0, err
             assert f"tracking store {uri} is not answering" in err
             assert "is answering again; the search goes on" in err
             runs = search_runs(uri)
-    parent = runs[runs["tags.agentic.role"] == "search"]
+            parent = runs[runs["tags.agentic.role"] == "search"]
+            traces = mlflow.MlflowClient(uri).search_traces(
+                locations=[parent["experiment_id"].iloc[0]], run_id=parent["run_id"].iloc[0])
+    assert "made while the tracking store was down" in err  # some calls were
+    calls = sorted(int(t.data.spans[0].attributes["call"]) for t in traces)
+    assert calls == list(range(1, len(llm.requests) + 1))  # every call's trace, each once
     attempts = runs[runs["tags.agentic.role"] == "attempt"]
     assert parent["status"].tolist() == ["FINISHED"]
     indices = attempts["tags.attempt.index"].astype(int).tolist()

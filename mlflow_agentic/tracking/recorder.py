@@ -100,6 +100,9 @@ class AttemptRecorder(RunLifecycle, SearchObserver):
         self._source_name = ""
         self._llm_pending: dict[str, float] = {}
         self._llm_trace_ids: list[str] = []
+        self._untraced: list[tuple[int, object, str | None]] = []
+        """LLM calls (number, exchange, trace id) whose trace the store did not take, or not
+        seen to take (it was down)."""
         self._context_token = None
         self._retrying: Retrying | None = None
         self._ended: list[int] = []
@@ -278,10 +281,7 @@ class AttemptRecorder(RunLifecycle, SearchObserver):
         self.llm_exchanges.append(exchange)
         trace_id = exchange.replayed_trace
         if trace_id is None:
-            trace_id = self._trace_llm_call(exchange)
-            # MLflow exports traces on its own threads: in the store before the search goes on
-            # (resuming answers the call from it), a few ms for a call that takes seconds
-            mlflow.flush_trace_async_logging()
+            trace_id = self._trace_and_confirm(len(self.llm_exchanges), exchange)
         pending = self._llm_pending
         pending["llm_prompt_tokens"] = pending.get("llm_prompt_tokens", 0) + \
             exchange.prompt_tokens
@@ -292,17 +292,58 @@ class AttemptRecorder(RunLifecycle, SearchObserver):
         if trace_id:
             self._llm_trace_ids.append(trace_id)
 
-    def _trace_llm_call(self, exchange) -> str | None:
+    def _trace_and_confirm(self, call: int, exchange) -> str | None:
+        """Trace LLM call number ``call`` and see it in the store before the search goes on
+        (resuming answers the call from it): MLflow exports traces on its own threads, a few
+        ms for a call that takes seconds, and only warns when the store is down. A trace the
+        store did not take waits in ``_untraced``; the search sends it at its end."""
+        trace_id = None
+        try:  # not retried: a store that is down costs the search nothing here
+            trace_id = self._trace_llm_call(exchange, call)
+            mlflow.flush_trace_async_logging()
+            if self._landed(trace_id):
+                return trace_id
+        except Exception:  # noqa: BLE001, S110 - the store is down: the trace waits
+            pass
+        self._untraced.append((call, exchange, trace_id))
+        return None
+
+    def _landed(self, trace_id: str) -> bool:
+        """The store holds the trace with its span (not only its header: a store that went
+        down between MLflow's two calls)."""
+        try:
+            return bool(self._store.get_trace(trace_id).data.spans)
+        except Exception:  # noqa: BLE001 - not there, or the store does not answer
+            return False
+
+    def _send_untraced(self) -> None:
+        """The LLM calls traced while the store was down, now that it took every attempt."""
+        waiting, self._untraced = self._untraced, []
+        for call, exchange, first in waiting:
+            if first is not None:
+                if self._landed(first):
+                    continue  # it did arrive, as the store went down: not twice
+                with contextlib.suppress(Exception):  # a header without its span
+                    self._store.delete_traces(self._experiment_id, trace_ids=[first])
+            self._trace_and_confirm(call, exchange)
+        if self._untraced:
+            self.say(f"{len(self._untraced)} LLM call trace(s) could not be sent; the calls "
+                     "are in the search run's llm_exchanges.jsonl")
+        elif waiting:
+            self.say(f"sent the traces of {len(waiting)} LLM call(s) made while the tracking "
+                     "store was down")
+
+    def _trace_llm_call(self, exchange, call: int) -> str | None:
         cand = exchange.candidate
         attributes = {"model": exchange.model, "mode": exchange.mode,
                       "prompt_tokens": exchange.prompt_tokens,
                       "completion_tokens": exchange.completion_tokens,
                       "cost_usd": exchange.cost_usd, "attempts": exchange.attempts,
-                      "call": len(self.llm_exchanges)}  # resuming replays calls 1..k
+                      "call": call}  # resuming replays calls 1..k
         usage = {"input_tokens": exchange.prompt_tokens,  # the UI's Tokens column
                  "output_tokens": exchange.completion_tokens,
                  "total_tokens": exchange.prompt_tokens + exchange.completion_tokens}
-        span = self.client.start_trace(
+        span = self._store.start_trace(
             f"llm.{exchange.role}", span_type="CHAT_MODEL",
             inputs={"messages": exchange.messages},
             attributes={**{k: str(v) for k, v in attributes.items()},
@@ -315,7 +356,7 @@ class AttemptRecorder(RunLifecycle, SearchObserver):
                    "claimed_score": exchange.claimed_score,
                    "candidate": None if cand is None else {"trainer": cand.trainer,
                                                             "params": dict(cand.params)}}
-        self.client.end_trace(span.trace_id, outputs=outputs,
+        self._store.end_trace(span.trace_id, outputs=outputs,
                                status="ERROR" if exchange.error else "OK",
                                end_time_ns=exchange.ended_ns or None)
         return span.trace_id
@@ -375,6 +416,7 @@ class AttemptRecorder(RunLifecycle, SearchObserver):
 
     def on_search_end(self, run: EngineeringRun) -> None:
         self._drain()  # every attempt's run written before the search's totals
+        self._send_untraced()
         if self.shared is not None:  # finalize records the search as a whole
             self._worker_note(f"done: {len(run.attempts)} attempts; {run.stop_reason}")
             return
