@@ -31,7 +31,9 @@ from mlflow_agentic.proposers.factory import PROPOSERS, LLMOptions
 @click.option("--target", callback=blank_to_none,
               help="Target column (default: the one column named target/label/churn/y...).")
 @click.option("--proposer", type=click.Choice(PROPOSERS), default="optuna", show_default=True,
-              help="Who proposes candidates.")
+              help="Who proposes candidates: optuna (seeded TPE), sequence (a fixed list), "
+                   "llm (an LLM picks trainer and knobs), random, or code (an LLM writes "
+                   "each pipeline, run in a Docker sandbox).")
 @click.option("--trainers", callback=blank_to_none,
               help="Comma-separated trainers to search (default: all that fit the task).")
 @click.option("--max-iterations", type=WholeNumber(min=0, allow_blank=True), default=None,
