@@ -57,7 +57,8 @@ def finish(proc, timeout: float = 300) -> tuple[int, str, str]:
     return proc.returncode, out, err
 
 
-def wait_for_attempts(services, experiment: str, n: int, proc, timeout: float = 180) -> None:
+def wait_for_attempts(services, experiment: str, n: int, proc, timeout: float = 180,
+                      status: str = "FINISHED") -> None:
     client = mlflow.MlflowClient(tracking_uri=services.tracking)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -65,10 +66,10 @@ def wait_for_attempts(services, experiment: str, n: int, proc, timeout: float = 
         found = client.get_experiment_by_name(experiment)
         if found is not None and len(client.search_runs(
                 [found.experiment_id], "tags.`agentic.role` = 'attempt' and "
-                "attributes.status = 'FINISHED'")) >= n:
+                f"attributes.status = '{status}'")) >= n:
             return
-        time.sleep(0.5)
-    pytest.fail(f"no {n} finished attempts in {timeout:.0f}s")
+        time.sleep(0.2)
+    pytest.fail(f"no {n} {status} attempts in {timeout:.0f}s")
 
 
 def child_runs(services, run_id: str) -> list:
@@ -156,12 +157,13 @@ def test_a_killed_worker_leaves_its_trial_failed_and_finalize_marks_its_run_kill
     worker = start(services, "worker", "dies", churn_csv, "--trainers", "random_forest,linear",
                    "--n-trials", "30", env=beat)
     wait_for_attempts(services, "dies", 3, worker)
-    os.killpg(worker.pid, signal.SIGKILL)
+    wait_for_attempts(services, "dies", 1, worker, status="RUNNING")  # its run exists: it dies
+    os.killpg(worker.pid, signal.SIGKILL)  # holding that trial (not one asked a moment ago)
     worker.wait()
     study = optuna.load_study(study_name="dies", storage=services.storage)
     held = [t.number for t in study.get_trials(states=(TrialState.RUNNING,))]
     assert held  # it died holding a trial
-    time.sleep(4)
+    time.sleep(6)  # its heartbeats stopped: past the 3 s grace, with room for a busy machine
 
     code, out, err = finish(start(services, "finalize", "dies", churn_csv, "--no-register",
                                   env=beat))

@@ -365,15 +365,21 @@ def test_a_tracking_server_that_comes_back_loses_nothing(tmp_path, churn_frame):
 
 def test_a_server_down_past_the_search_leaves_a_journal_that_flush_sends_once(
         tmp_path, churn_frame, journal_dir):
-    """The server stops after the first attempt and stays down: the search goes on, ends with
-    its records journaled; the server comes back, ``flush`` sends them (once, even twice run),
-    and the printed command finishes the search without running an attempt again."""
-    port = free_port()
+    """The server stops after the first attempt and stays down: the search (an LLM search: its
+    calls' traces too) goes on, ends with its records journaled; the server comes back,
+    ``flush`` sends them (once, even twice run), and the printed command finishes the search
+    without running an attempt again or asking the LLM again."""
+    from tests.test_resume import model_server
+
+    port, llm = free_port(), model_server()
     uri = f"http://127.0.0.1:{port}"
     csv = write(tmp_path, "churn.csv", churn_frame)
     with mlflow_server(tmp_path, port):
-        proc = start_search(tmp_path, uri, csv, "--max-iterations", "3", "--patience", "10",
-                            env={"MLFLOW_AGENTIC_TRACKING_RETRY_SECONDS": "4"})
+        proc = start_search(tmp_path, uri, csv, "--max-iterations", "4", "--patience", "10",
+                            "--proposer", "llm", "--llm-base-url", llm.base_url,
+                            "--llm-model", "scripted",
+                            env={"MLFLOW_AGENTIC_TRACKING_RETRY_SECONDS": "4",
+                                 "OPENAI_API_KEY": "k"})
         wait_for_finished_attempts(uri, 1, proc)
     _, err = proc.communicate(timeout=240)
     assert proc.returncode == 1, err
@@ -382,11 +388,14 @@ def test_a_server_down_past_the_search_leaves_a_journal_that_flush_sends_once(
     assert "Traceback" not in err
     (journal,) = journal_dir.glob("*.jsonl")
     assert f"mlflow-agentic flush {journal}" in err
-    n_attempts = len({json.loads(line).get("ref") for line in journal.read_text().splitlines()}
-                     - {None})
+    refs = {json.loads(line).get("ref") for line in journal.read_text().splitlines()} - {None}
+    n_attempts = len({r for r in refs if r.startswith("attempt:")})
+    asked = len(llm.requests)
+    assert {f"call:{n}" for n in range(1, asked + 1)} <= refs  # the calls' traces wait too
 
     cli = [sys.executable, "-m", "mlflow_agentic"]
-    env = {**os.environ, "MLFLOW_TRACKING_URI": uri, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "MLFLOW_TRACKING_URI": uri, "PYTHONPATH": str(ROOT),
+           "OPENAI_API_KEY": "k"}
     with mlflow_server(tmp_path, port):
         sent = subprocess.run([*cli, "flush", str(journal)], env=env, capture_output=True,
                               text=True, timeout=120)
@@ -399,13 +408,21 @@ def test_a_server_down_past_the_search_leaves_a_journal_that_flush_sends_once(
         attempts = runs[runs["tags.agentic.role"] == "attempt"]
         indices = sorted(attempts["tags.attempt.index"].astype(int))
         assert indices == list(range(1, n_attempts + 1))  # each once, none lost
-        resume = sent.stderr.split("finish it (nothing finished runs again): ")[1].strip()
+        resume = sent.stderr.split("finish it (nothing finished runs again): ")[1]
+        resume = resume.splitlines()[0].strip()
         assert resume.startswith("mlflow-agentic run --data ") and "--resume " in resume
         done = subprocess.run([*cli, *shlex.split(resume)[1:]], env=env, capture_output=True,
                               text=True, timeout=240, cwd=tmp_path)
         assert done.returncode == 0, done.stderr
         assert f"{len(indices)} finished attempt(s) read back" in done.stderr
+        assert f"{asked} LLM call(s) answered from their traces" in done.stderr
+        assert len(llm.requests) == asked  # none asked again
         runs = search_runs(uri)
+        traces = mlflow.MlflowClient(uri).search_traces(
+            locations=[runs["experiment_id"].iloc[0]], run_id=resume.split()[-1])
+    llm.close()
+    assert sorted(int(t.data.spans[0].attributes["call"]) for t in traces) == \
+        list(range(1, asked + 1))  # each call's trace once
     parent = runs[runs["tags.agentic.role"] == "search"]
     attempts = runs[runs["tags.agentic.role"] == "attempt"]
     assert parent["status"].tolist() == ["FINISHED"]

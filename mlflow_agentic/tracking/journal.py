@@ -13,6 +13,7 @@ One JSON object per line: a header (the search run, the store, the command), the
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
@@ -102,7 +103,8 @@ class Journal:
     @staticmethod
     def attempts_of(records: list[dict]) -> list[int]:
         """The attempt indices ``records`` belong to (refs ``attempt:<index>``), sorted."""
-        return sorted({int(r["ref"].split(":")[1]) for r in records})
+        return sorted({int(r["ref"].split(":")[1]) for r in records
+                       if r["ref"].startswith("attempt:")})
 
     def run_of(self, ref: str) -> str | None:
         """The run a ``create_run`` record made for ``ref`` (e.g. ``attempt:3``), if sent."""
@@ -175,13 +177,16 @@ class Journal:
         return cls(path, header, records, done)
 
 
-def send_pending(run_id: str, tracking_uri: str, say=print) -> int:
-    """Before a resume reads the store: the killed search's journals in this directory are
-    sent first (what it finished but had not yet written), so nothing it finished runs again.
-    Returns the number of records sent."""
+def send_pending(run_id: str, tracking_uri: str, say=print, skip_live: bool = False) -> int:
+    """Before a resume (or a finalize) reads the store: the killed search's (or a dead
+    worker's) journals in this directory are sent first (what it finished but had not yet
+    written), so nothing it finished runs again or is lost. ``skip_live``: journals of
+    processes still running (workers) are theirs to send. Returns the number of records sent."""
     sent = 0
     for path in journal_dir().glob(f"{run_id}.*.jsonl"):
         journal = Journal.open(path)
+        if skip_live and journal.owner_alive():
+            continue
         pending = len(journal.pending())
         if pending:
             flush_journal(journal, tracking_uri, say=lambda line: None)
@@ -222,6 +227,11 @@ def send(client, retrying, journal: Journal, record: dict, look_first: bool = Fa
     ``create_run`` made or found. ``look_first``: the record may have been sent before (a
     flush after a crash): its run is looked up by its journal tag before one is created."""
     op = record["op"]
+    if op == "trace":
+        tried = list(record.get("tried", []))
+        retrying.call(f"sending the trace of LLM {_named(record['ref'])}", deliver_trace,
+                      client, record["trace"], tried)
+        return None
     if op == "create_run":
         key = f"{journal.header['run_id']}:{record['seq']}"
         tries = 0
@@ -256,6 +266,46 @@ def send(client, retrying, journal: Journal, record: dict, look_first: bool = Fa
     else:
         raise RuntimeError(f"journal {journal.path}: unknown record {op!r}")
     return None
+
+
+def send_trace(client, trace: dict) -> str:
+    """Start and end one trace (an LLM call, as ``recorder`` describes it); its id. MLflow
+    exports it to the tracking URI set with ``mlflow.set_tracking_uri``, on its own thread."""
+    span = client.start_trace(trace["name"], span_type="CHAT_MODEL", inputs=trace["inputs"],
+                              attributes=trace["attributes"], tags=trace["tags"],
+                              experiment_id=trace["experiment_id"], run_id=trace["run_id"],
+                              start_time_ns=trace["start_ns"])
+    client.end_trace(span.trace_id, outputs=trace["outputs"], status=trace["status"],
+                     end_time_ns=trace["end_ns"])
+    return span.trace_id
+
+
+def trace_landed(client, trace_id: str) -> bool:
+    """The store holds the trace with its span (not only its header: a store that went down
+    between MLflow's two calls)."""
+    try:
+        return bool(client.get_trace(trace_id).data.spans)
+    except Exception:  # noqa: BLE001 - not there, or the store does not answer
+        return False
+
+
+def deliver_trace(client, trace: dict, tried: list[str]) -> str:
+    """Send ``trace`` and see it in the store, once: an earlier try (``tried``, which this
+    extends) that arrived whole is the answer; one that arrived without its span is deleted.
+    Raises ``ConnectionError`` (a retry is in order) when the store did not keep it."""
+    import mlflow
+
+    for earlier in tried:
+        if trace_landed(client, earlier):
+            return earlier
+        with contextlib.suppress(Exception):
+            client.delete_traces(trace["experiment_id"], trace_ids=[earlier])
+    trace_id = send_trace(client, trace)
+    tried.append(trace_id)
+    mlflow.flush_trace_async_logging()
+    if not trace_landed(client, trace_id):
+        raise ConnectionError(f"the tracking store did not keep trace {trace_id}")
+    return trace_id
 
 
 def log_batch(client, run_id: str, metrics: dict, params: dict, tags: dict,
@@ -300,9 +350,12 @@ def flush_journal(path: str | Path | Journal, tracking_uri: str | None = None,
     os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")  # one line per run
     pending = journal.pending()
     client = mlflow.MlflowClient(tracking_uri=uri)
+    mlflow.set_tracking_uri(uri)  # where MLflow exports the traces waiting here
     retrying = Retrying(uri, say=say)
     for record in pending:
         journal.mark_done(record, send(client, retrying, journal, record, look_first=True))
+    if any(r["op"] == "trace" for r in pending):  # sent, and seen: no exit-time flush line
+        mlflow.flush_trace_async_logging(terminate=True)
     attempts = journal.attempts_of(pending)
     say(f"sent {len(pending)} record(s) of search run {head['run_id']} to {uri}"
         + (f" (attempts {', '.join(map(str, attempts))})" if attempts else ""))

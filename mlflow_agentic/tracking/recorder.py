@@ -7,6 +7,7 @@ leaderboard, the model, registration) is ``tracking.result``; ``MlflowTracker`` 
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import os
 import socket
@@ -27,7 +28,7 @@ from mlflow_agentic.engine.restore import recorded_value
 from mlflow_agentic.engine.types import AttemptRecord, EngineeringRun, SolutionCandidate
 from mlflow_agentic.scoring.plot import trainer_colour
 from mlflow_agentic.tracking import context as run_context
-from mlflow_agentic.tracking.journal import TAG_MAX, Journal, log_batch, send
+from mlflow_agentic.tracking.journal import TAG_MAX, Journal, deliver_trace, log_batch, send
 from mlflow_agentic.tracking.lifecycle import RunLifecycle, dataset_source
 from mlflow_agentic.tracking.resume import (
     DIGEST_TAG,
@@ -100,9 +101,8 @@ class AttemptRecorder(RunLifecycle, SearchObserver):
         self._source_name = ""
         self._llm_pending: dict[str, float] = {}
         self._llm_trace_ids: list[str] = []
-        self._untraced: list[tuple[int, object, str | None]] = []
-        """LLM calls (number, exchange, trace id) whose trace the store did not take, or not
-        seen to take (it was down)."""
+        self._late_traces = 0
+        """LLM calls whose trace the writer sent after an outage."""
         self._context_token = None
         self._retrying: Retrying | None = None
         self._ended: list[int] = []
@@ -275,13 +275,15 @@ class AttemptRecorder(RunLifecycle, SearchObserver):
         elif record["op"] == "end":
             self._open_children.discard(index)
             self._ended.append(index)
+        elif record["op"] == "trace":
+            self._late_traces += 1
 
     def on_llm_call(self, exchange) -> None:
         """One LLM call: an MLflow trace on the search run; tokens and cost for the attempt."""
         self.llm_exchanges.append(exchange)
         trace_id = exchange.replayed_trace
         if trace_id is None:
-            trace_id = self._trace_and_confirm(len(self.llm_exchanges), exchange)
+            trace_id = self._trace_now(len(self.llm_exchanges), exchange)
         pending = self._llm_pending
         pending["llm_prompt_tokens"] = pending.get("llm_prompt_tokens", 0) + \
             exchange.prompt_tokens
@@ -292,48 +294,22 @@ class AttemptRecorder(RunLifecycle, SearchObserver):
         if trace_id:
             self._llm_trace_ids.append(trace_id)
 
-    def _trace_and_confirm(self, call: int, exchange) -> str | None:
+    def _trace_now(self, call: int, exchange) -> str | None:
         """Trace LLM call number ``call`` and see it in the store before the search goes on
-        (resuming answers the call from it): MLflow exports traces on its own threads, a few
-        ms for a call that takes seconds, and only warns when the store is down. A trace the
-        store did not take waits in ``_untraced``; the search sends it at its end."""
-        trace_id = None
-        try:  # not retried: a store that is down costs the search nothing here
-            trace_id = self._trace_llm_call(exchange, call)
-            mlflow.flush_trace_async_logging()
-            if self._landed(trace_id):
-                return trace_id
-        except Exception:  # noqa: BLE001, S110 - the store is down: the trace waits
-            pass
-        self._untraced.append((call, exchange, trace_id))
-        return None
+        (resuming answers the call from it). MLflow exports traces on its own threads and
+        only warns when the store is down: a trace not seen in the store is journaled and
+        sent by the writer when the store answers again (or by ``flush``), once."""
+        trace, tried = self._trace_payload(exchange, call), []
+        try:  # not retried here: a store that is down costs the search nothing
+            return deliver_trace(self._store, trace, tried)
+        except Exception:  # noqa: BLE001 - the store is down: the trace waits its turn
+            record = self.journal.append("trace", ref=f"call:{call}", trace=trace,
+                                         tried=tried)
+            self._writer.submit(self._send, call, record)
+            return None
 
-    def _landed(self, trace_id: str) -> bool:
-        """The store holds the trace with its span (not only its header: a store that went
-        down between MLflow's two calls)."""
-        try:
-            return bool(self._store.get_trace(trace_id).data.spans)
-        except Exception:  # noqa: BLE001 - not there, or the store does not answer
-            return False
-
-    def _send_untraced(self) -> None:
-        """The LLM calls traced while the store was down, now that it took every attempt."""
-        waiting, self._untraced = self._untraced, []
-        for call, exchange, first in waiting:
-            if first is not None:
-                if self._landed(first):
-                    continue  # it did arrive, as the store went down: not twice
-                with contextlib.suppress(Exception):  # a header without its span
-                    self._store.delete_traces(self._experiment_id, trace_ids=[first])
-            self._trace_and_confirm(call, exchange)
-        if self._untraced:
-            self.say(f"{len(self._untraced)} LLM call trace(s) could not be sent; the calls "
-                     "are in the search run's llm_exchanges.jsonl")
-        elif waiting:
-            self.say(f"sent the traces of {len(waiting)} LLM call(s) made while the tracking "
-                     "store was down")
-
-    def _trace_llm_call(self, exchange, call: int) -> str | None:
+    def _trace_payload(self, exchange, call: int) -> dict:
+        """One LLM call as a trace (``journal.send_trace``): JSON, so it can wait on disk."""
         cand = exchange.candidate
         attributes = {"model": exchange.model, "mode": exchange.mode,
                       "prompt_tokens": exchange.prompt_tokens,
@@ -343,23 +319,19 @@ class AttemptRecorder(RunLifecycle, SearchObserver):
         usage = {"input_tokens": exchange.prompt_tokens,  # the UI's Tokens column
                  "output_tokens": exchange.completion_tokens,
                  "total_tokens": exchange.prompt_tokens + exchange.completion_tokens}
-        span = self._store.start_trace(
-            f"llm.{exchange.role}", span_type="CHAT_MODEL",
-            inputs={"messages": exchange.messages},
-            attributes={**{k: str(v) for k, v in attributes.items()},
-                        SpanAttributeKey.CHAT_USAGE: usage},
-            tags={"proposer": self.context.proposer_name, "role": exchange.role,
-                  "search_run_id": self.parent_run_id},
-            experiment_id=self._experiment_id, start_time_ns=exchange.started_ns or None,
-            run_id=self.parent_run_id)
         outputs = {"text": exchange.text, "error": exchange.error, "notes": exchange.notes,
                    "claimed_score": exchange.claimed_score,
                    "candidate": None if cand is None else {"trainer": cand.trainer,
                                                             "params": dict(cand.params)}}
-        self._store.end_trace(span.trace_id, outputs=outputs,
-                               status="ERROR" if exchange.error else "OK",
-                               end_time_ns=exchange.ended_ns or None)
-        return span.trace_id
+        return json.loads(json.dumps({
+            "name": f"llm.{exchange.role}", "inputs": {"messages": exchange.messages},
+            "attributes": {**{k: str(v) for k, v in attributes.items()},
+                           SpanAttributeKey.CHAT_USAGE: usage},
+            "tags": {"proposer": self.context.proposer_name, "role": exchange.role,
+                     "search_run_id": self.parent_run_id},
+            "experiment_id": self._experiment_id, "run_id": self.parent_run_id,
+            "start_ns": exchange.started_ns or None, "end_ns": exchange.ended_ns or None,
+            "outputs": outputs, "status": "ERROR" if exchange.error else "OK"}, default=str))
 
     def on_attempt_outputs(self, record: AttemptRecord, oof, extra) -> None:
         """What resuming needs to not fit this attempt again (``tracking.resume``)."""
@@ -416,7 +388,9 @@ class AttemptRecorder(RunLifecycle, SearchObserver):
 
     def on_search_end(self, run: EngineeringRun) -> None:
         self._drain()  # every attempt's run written before the search's totals
-        self._send_untraced()
+        if self._late_traces:
+            self.say(f"sent the traces of {self._late_traces} LLM call(s) made while the "
+                     "tracking store was down")
         if self.shared is not None:  # finalize records the search as a whole
             self._worker_note(f"done: {len(run.attempts)} attempts; {run.stop_reason}")
             return

@@ -75,13 +75,14 @@ class ResumePoint:
 
 def read_search(run_id: str, tracking_uri: str, finalizing: bool = False,
                 say=print) -> ResumePoint:
-    """``load_resume_point`` against the store at ``tracking_uri``; a killed search's journal
-    in this directory is sent to the store first (``journal.send_pending``)."""
+    """``load_resume_point`` against the store at ``tracking_uri``; a killed search's (or a
+    dead worker's) journal in this directory is sent to the store first
+    (``journal.send_pending``)."""
     import mlflow
 
     client = mlflow.MlflowClient(tracking_uri=tracking_uri)
     point = load_resume_point(client, run_id, finalizing)  # refused (still running...) first
-    if not finalizing and send_pending(run_id, tracking_uri, say):
+    if send_pending(run_id, tracking_uri, say, skip_live=finalizing):
         point = load_resume_point(client, run_id, finalizing)  # with what was journaled
     return point
 
