@@ -9,7 +9,14 @@ from pathlib import Path
 import mlflow
 import numpy as np
 
-from mlflow_agentic.tracking.journal import JOURNAL_TAG, Journal, flush_journal, send
+from mlflow_agentic.tracking.journal import (
+    JOURNAL_TAG,
+    Journal,
+    TraceRefused,
+    deliver_trace,
+    flush_journal,
+    send,
+)
 from mlflow_agentic.tracking.store import Retrying
 
 
@@ -56,3 +63,24 @@ def test_a_journal_folder_that_cannot_be_made_falls_back_to_the_temp_folder(tmp_
         assert Journal.open(journal.path).header["run_id"] == "run1"
     finally:
         journal.remove()
+
+
+def test_a_trace_is_sent_once_and_one_the_store_will_not_keep_is_refused(tracking_uri):
+    """A trace seen in the store is not sent again; a store that answers but does not keep a
+    trace (here: its experiment does not exist) refuses it, instead of being retried forever."""
+    client = mlflow.MlflowClient()
+    experiment = client.create_experiment("traces")
+    parent = client.create_run(experiment, run_name="search").info.run_id
+    trace = {"name": "llm.propose", "inputs": {"messages": []}, "attributes": {"call": "1"},
+             "tags": {"role": "propose"}, "experiment_id": experiment, "run_id": parent,
+             "start_ns": None, "end_ns": None, "outputs": {"text": "{}"}, "status": "OK"}
+    tried: list[str] = []
+    first = deliver_trace(client, trace, tried)
+    assert deliver_trace(client, trace, tried) == first and tried == [first]
+    assert len(client.search_traces(locations=[experiment])) == 1
+    try:
+        deliver_trace(client, {**trace, "experiment_id": "424242"}, [])
+    except TraceRefused as exc:
+        assert "did not keep the trace of LLM call 1" in str(exc)
+    else:
+        raise AssertionError("a trace the store did not keep was taken as sent")

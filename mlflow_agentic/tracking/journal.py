@@ -224,14 +224,18 @@ def _command() -> list[str]:
 def send(client, retrying, journal: Journal, record: dict, look_first: bool = False
          ) -> str | None:
     """Write one record to the store (each call retried by ``retrying``); returns the run a
-    ``create_run`` made or found. ``look_first``: the record may have been sent before (a
-    flush after a crash): its run is looked up by its journal tag before one is created."""
+    ``create_run`` made or found, or the id of a trace sent. ``look_first``: the record may
+    have been sent before (a flush after a crash): its run is looked up by its journal tag
+    before one is created."""
     op = record["op"]
-    if op == "trace":
-        tried = list(record.get("tried", []))
-        retrying.call(f"sending the trace of LLM {_named(record['ref'])}", deliver_trace,
-                      client, record["trace"], tried)
-        return None
+    if op == "trace":  # returns the trace's id; None when the store refused it
+        try:
+            return retrying.call(f"sending the trace of LLM {_named(record['ref'])}",
+                                 deliver_trace, client, record["trace"],
+                                 list(record.get("tried", [])))
+        except TraceRefused as exc:  # a trace is not worth failing the search over
+            retrying.say(f"{exc}; the call is kept in the search run's llm_exchanges.jsonl")
+            return None
     if op == "create_run":
         key = f"{journal.header['run_id']}:{record['seq']}"
         tries = 0
@@ -289,10 +293,15 @@ def trace_landed(client, trace_id: str) -> bool:
         return False
 
 
+class TraceRefused(Exception):
+    """The store answers, but did not keep a trace (sending it again will not help)."""
+
+
 def deliver_trace(client, trace: dict, tried: list[str]) -> str:
     """Send ``trace`` and see it in the store, once: an earlier try (``tried``, which this
     extends) that arrived whole is the answer; one that arrived without its span is deleted.
-    Raises ``ConnectionError`` (a retry is in order) when the store did not keep it."""
+    Raises ``ConnectionError`` (a retry is in order) when the store did not answer, and
+    ``TraceRefused`` when it answered but did not keep the trace."""
     import mlflow
 
     for earlier in tried:
@@ -304,7 +313,13 @@ def deliver_trace(client, trace: dict, tried: list[str]) -> str:
     tried.append(trace_id)
     mlflow.flush_trace_async_logging()
     if not trace_landed(client, trace_id):
-        raise ConnectionError(f"the tracking store did not keep trace {trace_id}")
+        try:
+            client.search_experiments(max_results=1)
+        except Exception as exc:  # noqa: BLE001 - down: the caller retries
+            raise ConnectionError(f"the tracking store did not keep trace {trace_id}: "
+                                  f"{exc}") from exc
+        raise TraceRefused(f"the tracking store answers but did not keep the trace of LLM "
+                           f"call {trace['attributes'].get('call', '?')} ({trace_id})")
     return trace_id
 
 

@@ -28,7 +28,14 @@ from mlflow_agentic.engine.restore import recorded_value
 from mlflow_agentic.engine.types import AttemptRecord, EngineeringRun, SolutionCandidate
 from mlflow_agentic.scoring.plot import trainer_colour
 from mlflow_agentic.tracking import context as run_context
-from mlflow_agentic.tracking.journal import TAG_MAX, Journal, deliver_trace, log_batch, send
+from mlflow_agentic.tracking.journal import (
+    TAG_MAX,
+    Journal,
+    TraceRefused,
+    deliver_trace,
+    log_batch,
+    send,
+)
 from mlflow_agentic.tracking.lifecycle import RunLifecycle, dataset_source
 from mlflow_agentic.tracking.resume import (
     DIGEST_TAG,
@@ -275,7 +282,7 @@ class AttemptRecorder(RunLifecycle, SearchObserver):
         elif record["op"] == "end":
             self._open_children.discard(index)
             self._ended.append(index)
-        elif record["op"] == "trace":
+        elif record["op"] == "trace" and run_id is not None:  # the trace's id: it arrived
             self._late_traces += 1
 
     def on_llm_call(self, exchange) -> None:
@@ -302,6 +309,9 @@ class AttemptRecorder(RunLifecycle, SearchObserver):
         trace, tried = self._trace_payload(exchange, call), []
         try:  # not retried here: a store that is down costs the search nothing
             return deliver_trace(self._store, trace, tried)
+        except TraceRefused as exc:  # the store is up: sending it again will not help
+            self.say(f"{exc}; the call is kept in the search run's llm_exchanges.jsonl")
+            return None
         except Exception:  # noqa: BLE001 - the store is down: the trace waits its turn
             record = self.journal.append("trace", ref=f"call:{call}", trace=trace,
                                          tried=tried)
