@@ -1,6 +1,7 @@
 """Sandbox overhead: one code-mode candidate (a preprocessing + logistic regression pipeline,
-3 CV folds, a refit, a pickle round trip) fitted in-process (the reference), in a fresh
-Docker container, and in a host subprocess, on the same churn rows.
+3 CV folds, a refit, a pickle round trip) fitted in-process (the reference), and as the engine
+runs it, in fresh Docker containers and in host subprocesses: one per fold (two at a time, as
+on 2 cores), then one for the refit, on the same churn rows.
 
     python benchmarks/sandbox.py [--rows 5634] [--repeat 3] [--load]
 
@@ -48,23 +49,32 @@ def main() -> None:
     import pandas as pd
 
     from mlflow_agentic.sandbox import DockerSandbox, HostSandbox, SandboxJob
+    from mlflow_agentic.sandbox.runners import run_all
 
     frame = pd.read_csv(ROOT / "examples" / "churn.csv").iloc[:args.rows]
     features = frame.drop(columns=["Churn", "customerID"])
     features["TotalCharges"] = pd.to_numeric(features["TotalCharges"], errors="coerce").fillna(0)
     y = (frame["Churn"] == "Yes").astype(int).to_numpy()
     folds = np.arange(len(frame)) % 3
-    job = SandboxJob(features, y, folds, CODE)
+    jobs = [SandboxJob(CODE, "binary", (0, 1), train=features[folds != k], target=y[folds != k],
+                       rows=features[folds == k]) for k in range(3)]
+    refit = SandboxJob(CODE, "binary", (0, 1), train=features, target=y, save_model=True)
+
+    def engine_way(sandbox) -> float:
+        started = time.perf_counter()
+        results = [*run_all(sandbox, jobs, parallel=2), sandbox.run(refit)]
+        assert all(r.ok for r in results), [r.error for r in results]
+        return time.perf_counter() - started
+
     docker, host = DockerSandbox().check(), HostSandbox()
     load = (subprocess.Popen([sys.executable, "-c", "while True: pass"]) if args.load else None)
     try:
-        timings = {"in-process (reference)": [], "docker container": [], "host subprocess": []}
+        timings = {"in-process (reference)": [], "docker containers": [],
+                   "host subprocesses": []}
         for _ in range(args.repeat):
             timings["in-process (reference)"].append(in_process(features, y, folds))
-            for name, sandbox in (("docker container", docker), ("host subprocess", host)):
-                result = sandbox.run(job)
-                assert result.ok, result.error
-                timings[name].append(result.seconds)
+            for name, sandbox in (("docker containers", docker), ("host subprocesses", host)):
+                timings[name].append(engine_way(sandbox))
     finally:
         if load is not None:
             load.kill()

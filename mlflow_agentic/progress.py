@@ -65,7 +65,8 @@ class RichProgress(SearchObserver):
             + _what_runs(context.trainers, context.settings))
         jobs = context.settings.get("n_jobs")
         budget = context.settings.get("budget_seconds")
-        workers = ("one candidate at a time" if "sandbox" in context.settings
+        workers = (f"one candidate at a time, one container per fold ({jobs} at a time)"
+                   if "sandbox" in context.settings
                    else f"{jobs} worker(s), single-threaded models")
         self.console.print(workers
                            + (f"; time budget {budget:.0f}s for the search" if budget else ""))

@@ -155,6 +155,11 @@ def test_no_import_arrow_points_back_up():
     assert "verify" not in graph.get("data", set())
 
 
+PUBLIC_DESPITE_THE_UNDERSCORE = {"_exit"}
+"""``os._exit``: documented public API (the sandbox harness ends with it, so no exit handler
+of a candidate runs after its outputs are written)."""
+
+
 def test_no_private_attribute_of_another_module_is_used():
     """``obj._name`` only on ``self``/``cls`` or on attributes the same module sets."""
     offenders = []
@@ -164,7 +169,8 @@ def test_no_private_attribute_of_another_module_is_used():
                and isinstance(n.ctx, ast.Store)}
         for n in ast.walk(tree):
             if isinstance(n, ast.Attribute) and n.attr.startswith("_") and \
-                    not n.attr.startswith("__") and n.attr not in own and not (
+                    not n.attr.startswith("__") and n.attr not in own and \
+                    n.attr not in PUBLIC_DESPITE_THE_UNDERSCORE and not (
                         isinstance(n.value, ast.Name) and n.value.id in ("self", "cls")):
                 offenders.append(f"{path.relative_to(PACKAGE)}:{n.lineno} .{n.attr}")
     assert offenders == []

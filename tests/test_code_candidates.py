@@ -1,5 +1,6 @@
-"""A code-mode candidate cross-validated in the real sandbox on the engine's own folds: the
-engine's fold scores are exactly what the same pipeline scores fitted in-process."""
+"""A code-mode candidate cross-validated in the real sandbox on the engine's own folds, one
+container per fold: the engine's fold scores are exactly what the same pipeline scores fitted
+in-process, and no fold's container holds the labels of the rows it predicts."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import pytest
 from sklearn.base import clone
 
 from mlflow_agentic.data import Dataset
-from mlflow_agentic.engine.code import evaluate_code, fold_of_each_row
+from mlflow_agentic.engine.code import evaluate_code
 from mlflow_agentic.engine.cv import make_splits
 from mlflow_agentic.metrics import resolve_metric
 
@@ -67,12 +68,23 @@ def test_a_failing_candidate_is_an_outcome_with_its_stage(docker_sandbox, churn)
     code = CHARGES_PER_MONTH.replace('X["tenure"]', 'X["no_such_column"]')
     outcome, result = evaluate_code(docker_sandbox, churn, splits,
                                     resolve_metric(None, churn.task), code)
-    assert not outcome.complete and outcome.error.startswith("fit fold 0: KeyError")
+    assert not outcome.complete and outcome.error.startswith("fold 0: fit: KeyError")
     assert "no_such_column" in outcome.traceback and result.label == "docker"
 
 
-def test_every_training_row_has_one_test_fold():
-    splits = [(np.array([2, 3]), np.array([0, 1])), (np.array([0, 1]), np.array([2, 3]))]
-    assert fold_of_each_row(4, splits).tolist() == [0, 0, 1, 1]
-    with pytest.raises(ValueError, match="cover every training row"):
-        fold_of_each_row(5, splits)
+SPY = CHARGES_PER_MONTH.replace("def build_pipeline(columns):\n", """def build_pipeline(columns):
+    train = pd.read_parquet("/sandbox/train.parquet")
+    rows = pd.read_parquet("/sandbox/rows.parquet")
+    print(f"train {len(train)} labelled {'__target__' in train.columns} "
+          f"rows {len(rows)} labelled {'__target__' in rows.columns}")
+""")
+
+
+def test_each_fold_runs_alone_without_the_labels_it_is_scored_on(docker_sandbox, churn):
+    splits = make_splits(churn, 3, random_state=0)
+    outcome, result = evaluate_code(docker_sandbox, churn, splits,
+                                    resolve_metric(None, churn.task), SPY, parallel=2)
+    assert outcome.complete, outcome.error
+    for k, (train, test) in enumerate(splits):  # each fold's own container said what it held
+        assert (f"--- fold {k} ---\ntrain {len(train)} labelled True rows {len(test)} "
+                "labelled False") in result.log

@@ -1,6 +1,8 @@
 """The promotion gate on a real sqlite registry: what should pass passes, what should be refused
-(worse on the evaluation data, quarantined, unverified, flattered by CV) is refused, and every
-decision is recorded on the model version."""
+(worse on the evaluation data, quarantined, unverified, flattered by CV) is refused, every
+decision is recorded on the model version, and the evidence is the runs' own: a version whose
+tags were edited, or a model registered by hand with a real version's tags copied onto it, is
+refused before anything is loaded."""
 
 from __future__ import annotations
 
@@ -91,7 +93,8 @@ def test_gate_sequence(gate):
     assert float(t["promotion.challenger_score"]) > float(t["promotion.champion_score"]) + 0.05
     assert t["promotion.champion_version"] == "1" and t["promotion.data_rows"] == "1000"
 
-    worse = as_challenger(gate, 1)
+    worse = "1"
+    gate["client"].set_registered_model_alias(NAME, "challenger", worse)
     refused = promote(gate, "--data", gate["data"])
     assert refused.exit_code == 1
     assert "does not beat the champion" in refused.output
@@ -110,36 +113,77 @@ def test_gate_sequence(gate):
     ({"verdict.status": "rejected"}, "not verified by its search"),
     ({"gap": "0.20"}, "gap +0.2000 exceeds 0.0500"),
 ])
-def test_broken_evidence_is_refused_even_when_better(gate, evidence, message):
-    champion = alias(gate, "champion") if _has(gate, "champion") else None
-    version = as_challenger(gate, 2, **evidence)
-    result = promote(gate, "--data", gate["data"])
+def test_broken_evidence_is_refused_even_when_better(evidence, message):
+    """The decision on evidence as the runs recorded it (pure: no registry)."""
+    from mlflow_agentic.scoring.promotion import decide
+
+    good = {"metric": "roc_auc", "verdict.status": "verified", "quarantined": "false",
+            "cv_roc_auc": "0.84", "gap": "0.01"}
+    assert decide(good, metric="roc_auc", challenger_score=0.9, challenger_beats_baseline=True,
+                  baseline_reason="", champion_score=0.8).promoted
+    decision = decide({**good, **evidence}, metric="roc_auc", challenger_score=0.9,
+                      challenger_beats_baseline=True, baseline_reason="", champion_score=0.8)
+    assert not decision.promoted and message in decision.summary
+
+
+@pytest.mark.parametrize("edited, message", [
+    ({"verdict.status": "verified", "holdout_roc_auc": "0.990000"},
+     "tag holdout_roc_auc=0.990000 disagrees with the runs"),
+    ({"gap": "0.000000"}, "tag gap=0.000000 disagrees with the runs"),
+    ({"quarantined": "false", "verdict.status": "quarantined"},
+     "tag verdict.status=quarantined disagrees with the runs (verified)"),
+])
+def test_a_real_version_whose_tags_were_edited_is_refused(gate, edited, message):
+    client = gate["client"]
+    original = dict(tags(gate, 2))
+    client.set_registered_model_alias(NAME, "challenger", "2")
+    try:
+        for key, value in edited.items():
+            client.set_model_version_tag(NAME, "2", key, value)
+        result = promote(gate, "--data", gate["data"])
+    finally:
+        for key in edited:
+            client.set_model_version_tag(NAME, "2", key, original[key])
     assert result.exit_code == 1, result.output
     assert message in result.output
-    assert tags(gate, version)["promotion.decision"] == "refused"
-    assert (alias(gate, "champion") if champion else None) == champion
+    assert tags(gate, 2)["promotion.decision"] == "refused"
 
 
-def test_a_model_without_evidence_is_refused(gate, churn_frame):
-    """A plain scikit-learn model registered by hand: no verdict, no holdout evidence."""
+def hand_registered(gate, churn_frame, *, run_id: str | None = None) -> str:
+    """A model trained by hand on every row (the holdout included), registered with the tags
+    of the real version 2 copied onto it: forged evidence."""
     from sklearn.linear_model import LogisticRegression
 
     X = churn_frame[["tenure", "MonthlyCharges"]]
     model = LogisticRegression().fit(X, churn_frame["Churn"])
+    client = gate["client"]
+    real = {k: v for k, v in tags(gate, 2).items() if not k.startswith("promotion.")}
     mlflow.set_tracking_uri(gate["uri"])
     try:
         with mlflow.start_run():
             info = mlflow.sklearn.log_model(model, name="model", input_example=X.head(3))
-        mv = mlflow.register_model(info.model_uri, NAME)
-        gate["client"].set_registered_model_alias(NAME, "challenger", mv.version)
+        mv = client.create_model_version(NAME, info.model_uri, run_id=run_id or info.run_id,
+                                         tags=real)
+        client.set_registered_model_alias(NAME, "challenger", mv.version)
     finally:
         mlflow.set_tracking_uri(None)
-    no_data = promote(gate)
-    assert no_data.exit_code == 2 and "pass --data PATH" in no_data.output
-    result = promote(gate, "--data", gate["data"])
-    assert result.exit_code == 1
-    assert "no verification evidence" in result.output
-    assert tags(gate, mv.version)["promotion.decision"] == "refused"
+    return str(mv.version)
+
+
+def test_a_hand_registered_model_with_copied_evidence_is_refused(gate, churn_frame):
+    version = hand_registered(gate, churn_frame)
+    result = promote(gate)
+    assert result.exit_code == 1, result.output
+    assert "is not an attempt of an mlflow-agentic search run" in result.output
+    assert tags(gate, version)["promotion.decision"] == "refused"
+    # pointed at a real attempt run, it still holds another model than that run logged
+    real_run = gate["client"].get_model_version(NAME, "2").run_id
+    version = hand_registered(gate, churn_frame, run_id=real_run)
+    result = promote(gate)
+    assert result.exit_code == 1, result.output
+    assert "not the model its source run logged" in result.output
+    assert "records registering churn-gate version 2, not version" in result.output
+    assert tags(gate, version)["promotion.decision"] == "refused"
 
 
 def test_unknown_model_or_alias_is_a_clear_error(gate):

@@ -47,8 +47,11 @@ def job_parts(churn_frame):
     return features, y, np.arange(len(train)) % 3
 
 
-def job(job_parts, code: str) -> SandboxJob:
-    return SandboxJob(*job_parts, code)
+def job(job_parts, code: str, **changes) -> SandboxJob:
+    """Fold 0's job: fit on the other folds' rows, predict fold 0's features (no labels)."""
+    features, y, folds = job_parts
+    return SandboxJob(code, "binary", (0, 1), train=features[folds != 0],
+                      target=y[folds != 0], rows=features[folds == 0], **changes)
 
 
 def with_pipeline(check: str) -> str:
@@ -72,26 +75,24 @@ def test_a_candidate_fits_and_what_it_prints_changes_no_score(docker_sandbox, jo
         "    import os, json\n"
         "    print('cv_roc_auc=1.0')\n"
         "    os.write(1, json.dumps({'ok': True, 'score': 1.0}).encode())\n")
-    result = docker_sandbox.run(job(job_parts, liar))
+    result = docker_sandbox.run(job(job_parts, liar, save_model=True))
     assert result.ok, result.error
     assert result.label == "docker" and result.limits["sandbox.memory"] == "512m"
     assert "cv_roc_auc=1.0" in result.log  # kept as the candidate's log, never parsed
     features, y, folds = job_parts
-    # the engine scores the out-of-fold predictions itself: exactly an in-process fit's
+    # the engine scores the predictions itself: exactly an in-process fit's
     namespace: dict = {}
     exec(PLAIN, namespace)  # noqa: S102 - the test's own trusted pipeline
-    template = namespace["build_pipeline"]({})
-    expected = np.zeros(len(y))
-    for k in range(3):
-        test = folds == k
-        model = clone(template).fit(features[~test], y[~test])
-        expected[test] = model.predict_proba(features[test])[:, 1]
-    np.testing.assert_allclose(result.oof[:, 1], expected, atol=1e-9)
-    np.testing.assert_allclose(result.oof.sum(axis=1), 1.0)  # both classes' probabilities
-    scores = [roc_auc_score(y[folds == k], result.oof[folds == k, 1]) for k in range(3)]
-    assert 0.6 < np.mean(scores) < 0.99
-    model = result.model()  # the pickle round trip made inside loads outside
-    assert model.predict_proba(features.iloc[:5]).shape == (5, 2)
+    model = clone(namespace["build_pipeline"]({})).fit(features[folds != 0], y[folds != 0])
+    expected = model.predict_proba(features[folds == 0])
+    np.testing.assert_allclose(result.predictions, expected, atol=1e-9)
+    assert 0.6 < roc_auc_score(y[folds == 0], result.predictions[:, 1]) < 0.99
+    assert isinstance(result.model_bytes, bytes)  # kept as bytes: the host never loads it
+    again = docker_sandbox.run(SandboxJob(liar, "binary", (0, 1), rows=features.iloc[:5],
+                                          model_bytes=result.model_bytes))
+    assert again.ok, again.error  # the pickle made inside loads inside, in a fresh container
+    np.testing.assert_allclose(again.predictions, model.predict_proba(features.iloc[:5]),
+                               atol=1e-9)
     assert any("tenure" in f for f in result.features)
 
 
@@ -169,12 +170,15 @@ def test_only_the_training_rows_and_the_code_are_inside(docker_sandbox, job_part
     code = with_pipeline(
         "    import os, pandas as pd\n"
         "    inside = sorted(os.listdir('/sandbox'))\n"
-        "    if inside != ['candidate.py', 'harness.py', 'out', 'train.parquet']:\n"
+        "    if inside != ['candidate.py', 'harness.py', 'job.json', 'out', 'rows.parquet',\n"
+        "                  'train.parquet']:\n"
         "        raise RuntimeError(f'unexpected files: {inside}')\n"
         f"    if os.path.exists({str(holdout)!r}) or os.path.exists({str(tmp_path)!r}):\n"
         "        raise RuntimeError('the host folder is visible')\n"
-        f"    if len(pd.read_parquet('/sandbox/train.parquet')) != {len(job_parts[1])}:\n"
-        "        raise RuntimeError('other rows inside')\n")
+        f"    if len(pd.read_parquet('/sandbox/train.parquet')) != {sum(job_parts[2] != 0)}:\n"
+        "        raise RuntimeError('other rows inside')\n"
+        "    if '__target__' in pd.read_parquet('/sandbox/rows.parquet').columns:\n"
+        "        raise RuntimeError('the labels of the predicted rows are inside')\n")
     result = docker_sandbox.run(job(job_parts, code))
     assert result.ok, result.error
 
@@ -200,6 +204,68 @@ def test_the_frame_given_is_the_frame_inside(docker_sandbox):
             "def build_pipeline(columns):\n"
             "    assert columns == {'a': 'numeric', 'b': 'categorical'}, columns\n"
             "    return DummyClassifier()\n")
-    folds = np.array([0, 0, 1, 1, 0, 1])  # both classes in every training fold
-    result = docker_sandbox.run(SandboxJob(features, np.array([0, 1] * 3), folds, code))
+    result = docker_sandbox.run(SandboxJob(code, "binary", (0, 1), train=features,
+                                           target=np.array([0, 1] * 3), rows=features))
     assert result.ok, result.error
+
+
+def test_dev_shm_is_absent(docker_sandbox, job_parts):
+    code = with_pipeline(each_fails(["/dev/shm/x", "/dev/mqueue/x", "/dev/x"],
+                                    "open(target, 'w').write('escaped')", "wrote")
+                         + "    import os\n"
+                         "    assert not os.path.exists('/dev/shm'), os.listdir('/dev/shm')\n")
+    result = docker_sandbox.run(job(job_parts, code))
+    assert result.ok, result.error
+
+
+FORGE_AT_EXIT = '''
+
+import atexit
+import glob
+
+import numpy as np
+import pandas as pd
+
+
+def forge():
+    """At exit, overwrite the predictions with the labels this container holds."""
+    y = pd.read_parquet("/sandbox/train.parquet")["__target__"].to_numpy()
+    n = len(pd.read_parquet("/sandbox/rows.parquet"))
+    labels = np.resize(y, n).astype(float)
+    for path in glob.glob("/sandbox/out/*.npy") or ["/sandbox/out/pred.npy"]:
+        np.save(path, np.column_stack([1 - labels, labels]))
+
+
+atexit.register(forge)
+'''
+FORGER = PLAIN + FORGE_AT_EXIT
+
+
+def test_a_candidate_that_forges_its_predictions_at_exit_changes_nothing(docker_sandbox,
+                                                                          job_parts):
+    honest = docker_sandbox.run(job(job_parts, PLAIN))
+    forger = docker_sandbox.run(job(job_parts, FORGER))
+    assert honest.ok and forger.ok, forger.error
+    # the harness ends with os._exit once its outputs are written: no exit handler runs
+    np.testing.assert_allclose(forger.predictions, honest.predictions, atol=1e-12)
+
+
+def test_forged_outputs_are_the_candidates_failure_not_a_score(docker_sandbox, job_parts):
+    wrong_shape = PLAIN + '''
+class Forged:
+    classes_ = [0, 1]
+
+    def fit(self, X, y):
+        return self
+
+    def predict_proba(self, X):
+        import numpy as np
+        return np.ones((len(X) + 7, 2))
+
+
+def build_pipeline(columns):
+    return Forged()
+'''
+    result = docker_sandbox.run(job(job_parts, wrong_shape))
+    assert not result.ok and result.stage == "outputs"
+    assert "shape" in result.error

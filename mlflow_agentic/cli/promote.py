@@ -23,13 +23,20 @@ EXIT_REFUSED = 1
 @click.option("--max-gap", default="0.05", callback=gap_threshold, show_default=True,
               help="Largest CV-minus-holdout gap accepted (absolute for AUC/accuracy/F1/R2, "
                    "relative for RMSE/MAE/log loss).")
+@click.option("--accept-generated-code", is_flag=True,
+              help="Allow promoting a code-mode version, whose loading runs LLM-written code "
+                   "(recorded on the version with who and when). Serve such a model inside a "
+                   "container.")
 @click.option("--tracking-uri", callback=blank_to_none,
               help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI or sqlite:///mlflow.db).")
-def promote_command(model, from_alias, to_alias, data, max_gap, tracking_uri) -> None:
-    """Promote MODEL@challenger to @champion if it is verified, not quarantined, its gap is
-    within --max-gap, and it beats the current champion on the same evaluation data. Either
-    way the decision, both scores and the data digest are recorded as model-version tags.
-    Exit 0: promoted; 1: refused; 2: bad input."""
+def promote_command(model, from_alias, to_alias, data, max_gap, accept_generated_code,
+                    tracking_uri) -> None:
+    """Promote MODEL@challenger to @champion if the runs of its search vouch for it (its
+    source run is an attempt of the search run that registered it, and its tags agree with
+    those runs), it is verified, not quarantined, its gap is within --max-gap, and it beats
+    the current champion on the same evaluation data. Either way the decision, both scores and
+    the data digest are recorded as model-version tags. Exit 0: promoted; 1: refused; 2: bad
+    input."""
     result = {}
 
     def work() -> None:
@@ -44,17 +51,22 @@ def promote_command(model, from_alias, to_alias, data, max_gap, tracking_uri) ->
         if tracking_uri:
             mlflow.set_tracking_uri(tracking_uri)
         result["outcome"] = promote(model, from_alias=from_alias, to_alias=to_alias,
-                                    data=data, max_gap=max_gap)
+                                    data=data, max_gap=max_gap,
+                                    accept_generated_code=accept_generated_code)
 
     exit_on_user_error(work)
     outcome = result["outcome"]
     d = outcome.decision
     champion = (f"v{outcome.champion_version} {d.champion_score:.4f}"
                 if d.champion_score is not None and outcome.champion_version else "none")
-    click.echo(f"evaluation data: {outcome.data} ({outcome.data_rows} rows, digest "
-               f"{outcome.data_digest})")
-    click.echo(f"{d.metric}: challenger v{outcome.challenger_version} "
-               f"{d.challenger_score:.4f}; champion {champion}")
+    if outcome.data_rows:
+        click.echo(f"evaluation data: {outcome.data} ({outcome.data_rows} rows, digest "
+                   f"{outcome.data_digest})")
+        click.echo(f"{d.metric}: challenger v{outcome.challenger_version} "
+                   f"{d.challenger_score:.4f}; champion {champion}")
+    else:
+        click.echo(f"challenger v{outcome.challenger_version}: refused before loading or "
+                   "scoring it")
     if d.promoted:
         click.secho(f"promoted: models:/{model}@{outcome.target_alias} -> version "
                     f"{outcome.challenger_version}", fg="green")

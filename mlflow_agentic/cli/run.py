@@ -186,10 +186,17 @@ def _run(state: dict, *, replay, proposer, quiet, kwargs) -> None:
         else:
             click.secho(f"registered: models:/{mv.name} version {mv.version}; "
                         f"{outcome.alias_note}", fg="yellow")
-        click.echo(f"promote it: mlflow-agentic promote --model {mv.name}   (gate to "
-                   "@champion)")
-        click.echo(f"serve it:   mlflow models serve -m models:/{mv.name}@champion "
-                   "--env-manager local -p 5001")
+        if mv.tags.get("generated_code") == "true":
+            click.secho("this model runs LLM-written code when loaded: promote it with "
+                        "--accept-generated-code, and serve it inside a container (README: "
+                        "The sandbox)", fg="yellow")
+            click.echo(f"promote it: mlflow-agentic promote --model {mv.name} "
+                       "--accept-generated-code   (gate to @champion)")
+        else:
+            click.echo(f"promote it: mlflow-agentic promote --model {mv.name}   (gate to "
+                       "@champion)")
+            click.echo(f"serve it:   mlflow models serve -m models:/{mv.name}@champion "
+                       "--env-manager local -p 5001")
     elif result.best_candidate is None:
         click.secho(f"nothing verified ({result.why_nothing_verified()}), so nothing was "
                     "registered", fg="yellow")

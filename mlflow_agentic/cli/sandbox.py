@@ -41,15 +41,20 @@ def check_command(image: str | None) -> None:
     def work() -> None:
         rng = np.random.default_rng(0)
         features = pd.DataFrame({"x": rng.normal(size=200)})
-        job = SandboxJob(features, (features["x"] > 0).astype(int).to_numpy(),
-                         np.arange(200) % 3, CHECK_CODE)
+        y = (features["x"] > 0).astype(int).to_numpy()
         sandbox = DockerSandbox(image).check()
-        result = sandbox.run(job)
-        if not result.ok:
-            raise click.ClickException(f"the sandbox ran but the check failed at "
-                                       f"{result.stage}: {result.error}")
-        click.echo(f"sandbox {sandbox.image}: a 3-fold fit, refit and pickle in "
-                   f"{result.seconds:.1f}s")
+        fit = sandbox.run(SandboxJob(CHECK_CODE, "binary", (0, 1), train=features.iloc[:150],
+                                     target=y[:150], rows=features.iloc[150:],
+                                     save_model=True))
+        scored = fit if not fit.ok else sandbox.run(SandboxJob(
+            CHECK_CODE, "binary", (0, 1), model_bytes=fit.model_bytes, rows=features))
+        for result in (fit, scored):
+            if not result.ok:
+                raise click.ClickException(f"the sandbox ran but the check failed at "
+                                           f"{result.stage}: {result.error}")
+        click.echo(f"sandbox {sandbox.image}: a fit with its pickle in {fit.seconds:.1f}s, "
+                   f"then a prediction from that pickle in a fresh container in "
+                   f"{scored.seconds:.1f}s")
 
     exit_on_user_error(work)
 

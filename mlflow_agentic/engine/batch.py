@@ -155,14 +155,15 @@ class BatchRunner:
         self._finish(states)
 
     def run_code(self, plan: Planned) -> Outcome:
-        """A code candidate's folds, refit and pickle in the sandbox; scored here."""
+        """A code candidate's folds, each in its own sandbox container; scored here."""
         from mlflow_agentic.engine.code import dropped_columns, evaluate_code
 
         started = time.perf_counter()
         try:
             outcome, result = evaluate_code(self.sandbox, self.folds.dataset, self.folds.splits,
                                             self.metric, plan.code,
-                                            dropped_columns(plan.candidate))
+                                            dropped_columns(plan.candidate),
+                                            parallel=self.pool.n_jobs)
         except Exception as exc:  # the sandbox itself failed: this attempt's error
             return Outcome(error=f"sandbox: {type(exc).__name__}: {exc}",
                            traceback=traceback.format_exc(),

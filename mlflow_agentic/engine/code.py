@@ -1,31 +1,26 @@
-"""Code mode in the engine: an LLM-written ``candidate.py`` cross-validated in a sandbox on the
-engine's own folds. The engine scores the out-of-fold output itself, fold by fold, with the
-search's metric (the candidate never reports a score); the selected candidate's fitted pipeline
-is loaded on the host behind the same input step the sandbox's rows were made with."""
+"""Code mode in the engine: an LLM-written ``candidate.py`` cross-validated in the sandbox on
+the engine's own folds, one fresh container per fold holding that fold's training rows (with
+labels) and its validation rows' features (without). The engine scores each fold's returned
+predictions against labels only it holds (the candidate never reports a score and never sees
+the labels it is scored on). The selected candidate is refit in one more container; the host
+keeps its pickle as bytes and predicts through the sandbox (``SandboxedModel``): no
+LLM-written code runs on the host."""
 
 from __future__ import annotations
 
-import sys
-import types
 from collections.abc import Sequence
 
 import numpy as np
 
 from mlflow_agentic.engine.batch import Outcome
-from mlflow_agentic.sandbox.job import SandboxJob, SandboxResult
+from mlflow_agentic.sandbox.job import SandboxFailed, SandboxJob, SandboxResult
+from mlflow_agentic.sandbox.model import SandboxedModel
+from mlflow_agentic.sandbox.runners import run_all
 
 CODE = "code"
 """The trainer name of a code-mode attempt (not in the registry: the candidate is its code)."""
-
-
-def fold_of_each_row(n_rows: int, splits) -> np.ndarray:
-    """The test fold of every training row (the engine's splits, as the sandbox gets them)."""
-    folds = np.full(n_rows, -1)
-    for k, (_, test) in enumerate(splits):
-        folds[np.asarray(test)] = k
-    if (folds < 0).any():
-        raise ValueError("code mode needs splits whose test folds cover every training row")
-    return folds
+EXAMPLE_ROWS = 5
+"""Training rows the refit container also predicts: the logged model's input example."""
 
 
 def input_step(dataset, dropped: Sequence[str] = ()):
@@ -48,48 +43,56 @@ def dropped_columns(candidate) -> list[str]:
     return [] if value == "none" else [c for c in str(value).split(",") if c]
 
 
-def evaluate_code(sandbox, dataset, splits, metric, code: str, dropped: Sequence[str] = ()
-                  ) -> tuple[Outcome, SandboxResult]:
-    """Run ``code`` in ``sandbox`` (``DockerSandbox`` or ``HostSandbox``) on the training rows;
-    a failure in any stage is the outcome's error, with that stage."""
+def classes_of(dataset) -> tuple:
+    return tuple(dataset.classes) if dataset.task != "regression" else ()
+
+
+def evaluate_code(sandbox, dataset, splits, metric, code: str, dropped: Sequence[str] = (),
+                  parallel: int = 1) -> tuple[Outcome, SandboxResult]:
+    """Run ``code`` in ``sandbox`` (``DockerSandbox`` or ``HostSandbox``), one job per fold
+    (``parallel`` at a time); a failure in any fold is the outcome's error, with its stage."""
     y = dataset.y.to_numpy()
     features = input_step(dataset, dropped).transform(dataset.X)
-    job = SandboxJob(features, y, fold_of_each_row(len(y), splits), code, dataset.task)
-    result = sandbox.run(job)
+    classes = classes_of(dataset)
+    jobs = [SandboxJob(code, dataset.task, classes, train=features.iloc[np.asarray(train)],
+                       target=y[np.asarray(train)], rows=features.iloc[np.asarray(test)])
+            for train, test in splits]
+    results = run_all(sandbox, jobs, parallel)
+    result = SandboxResult.combine(results)
+    wall = max(r.seconds for r in results)
     if not result.ok:
         return Outcome(error=f"{result.stage}: {result.error}", traceback=result.traceback,
-                       fit_seconds=result.seconds, seconds=result.seconds), result
-    classes = tuple(dataset.classes) if dataset.task != "regression" else ()
+                       fit_seconds=result.seconds, seconds=wall), result
+    oof = np.zeros((len(y), len(classes)) if classes else len(y))
     scores = []
-    for _, test in splits:
-        out = result.oof[np.asarray(test)]
+    for (_, test), fold in zip(splits, results, strict=True):
+        out = fold.predictions
+        oof[np.asarray(test)] = out
         if classes:
             pred = np.asarray(classes, dtype=object)[out.argmax(axis=1)]
             scores.append(metric.score(y[test], pred, out, classes))
         else:
             scores.append(metric.score(y[test], out))
-    return Outcome(fold_scores=scores, fit_seconds=result.seconds, seconds=result.seconds,
-                   oof=result.oof), result
+    return Outcome(fold_scores=scores, fit_seconds=result.seconds, seconds=wall,
+                   oof=oof), result
 
 
-def load_candidate_module(code: str) -> types.ModuleType:
-    """``code`` imported as the module ``candidate`` (what its pickle refers to). This runs
-    the candidate's code on the host: only for the selected attempt, as serving it will."""
-    module = types.ModuleType("candidate")
-    module.__file__ = "candidate.py"
-    sys.modules["candidate"] = module
-    exec(compile(code, "candidate.py", "exec"), module.__dict__)  # noqa: S102 - see above
-    return module
-
-
-def code_model(result: SandboxResult, code: str, dataset, dropped: Sequence[str] = ()):
-    """The pipeline to register: the input step, then the candidate's pipeline as the sandbox
-    refit it on all training rows (loaded from its pickle)."""
-    from sklearn.pipeline import Pipeline
-
-    load_candidate_module(code)
-    steps = input_step(dataset, dropped).steps
-    return Pipeline([*steps, ("candidate", result.model())])
+def refit_code(sandbox, dataset, code: str, dropped: Sequence[str] = ()) -> SandboxedModel:
+    """The selected candidate refit on all training rows in a fresh container; the host keeps
+    the pickle as bytes. The container also predicts the first rows (the input example)."""
+    inputs = input_step(dataset, dropped)
+    features = inputs.transform(dataset.X)
+    example = dataset.X.head(EXAMPLE_ROWS)
+    result = sandbox.run(SandboxJob(code, dataset.task, classes_of(dataset), train=features,
+                                    target=dataset.y.to_numpy(), save_model=True,
+                                    rows=inputs.transform(example)))
+    if not result.ok:
+        raise SandboxFailed(f"the sandbox refit failed at {result.stage}: {result.error}")
+    model = SandboxedModel(sandbox, code, result.model_bytes, inputs, dataset.task,
+                           classes_of(dataset), result.features)
+    model.remember(example, result.predictions)
+    model.seconds = result.seconds
+    return model
 
 
 def sandbox_tags(result: SandboxResult) -> dict[str, str]:

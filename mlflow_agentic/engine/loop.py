@@ -21,9 +21,9 @@ import numpy as np
 from mlflow_agentic.engine.batch import BatchRunner, Outcome, Planned
 from mlflow_agentic.engine.code import (
     CODE,
-    code_model,
     code_plan,
     dropped_columns,
+    refit_code,
     sandbox_artifacts,
     sandbox_tags,
     submitted,
@@ -90,7 +90,6 @@ class AgenticAutoML:
         self.briefing = briefing
         self.restored = dict(restored or {})
         self.sandbox = sandbox
-        self._sandboxed: dict = {}  # code attempts' sandbox results, by index (the refit)
         self._started = 0.0
         self._oof: dict[int, np.ndarray] = {}
         self._extras: dict[int, np.ndarray] = {}
@@ -301,8 +300,6 @@ class AgenticAutoML:
         artifacts = {"candidate.py": record.candidate.code, **record.candidate.artifacts}
         tags: dict[str, str] = {}
         if result is not None:
-            if outcome.complete:
-                self._sandboxed[record.index] = result
             artifacts.update(sandbox_artifacts(result))
             tags.update(sandbox_tags(result))
         review = getattr(self.proposer, "review", None)
@@ -318,15 +315,9 @@ class AgenticAutoML:
                                    tags={**record.tags, **tags})
 
     def _code_model(self, record: AttemptRecord):
-        """The selected code attempt's fitted pipeline: the sandbox's refit (run again when the
-        attempt was read back from a killed search), behind its input step."""
-        result = self._sandboxed.get(record.index)
-        if result is None:
-            outcome = self._runner.run_code(code_plan(record.candidate, self.sandbox))
-            if not outcome.complete or outcome.sandbox is None:
-                raise RuntimeError(f"the sandbox refit failed: {outcome.error}")
-            result = outcome.sandbox
-        return code_model(result, record.candidate.code, self._runner.folds.dataset,
+        """The selected code attempt refit in a fresh sandbox container; the host holds its
+        pickle as bytes and predicts through the sandbox (``SandboxedModel``)."""
+        return refit_code(self.sandbox, self._runner.folds.dataset, record.candidate.code,
                           dropped_columns(record.candidate))
 
     def _record(self, ctx: SearchContext, index: int, plan: Planned, outcome: Outcome,

@@ -1,19 +1,25 @@
-"""Runs one LLM-written candidate where it can do no harm (a container, or a bare subprocess).
+"""Runs one step of an LLM-written candidate where it can do no harm (a container, or a bare
+subprocess when the user allowed it).
 
 Standalone on purpose: it imports numpy, pandas and scikit-learn only, never mlflow_agentic, so
-it runs in the sandbox image. ``python harness.py TRAIN.parquet CANDIDATE.py OUT_DIR TASK``:
+it runs in the sandbox image. ``python harness.py FOLDER OUT_DIR``, where FOLDER holds:
 
-- TRAIN holds the feature columns, ``__target__`` and ``__fold__`` (the engine's CV folds);
-- CANDIDATE defines ``build_pipeline(columns) -> unfitted sklearn estimator`` (``columns``:
-  feature name -> "numeric" or "categorical"); all feature work goes inside the pipeline;
-- TASK is ``regression`` (predictions) or a classification (class probabilities, one column
-  per class in sorted order);
-- OUT_DIR receives ``result.json`` (the stage reached, or the stage that failed and its error),
-  ``oof.npy`` (out-of-fold predictions: the engine computes the scores from them on its side,
-  the candidate never reports one), and ``model.pkl`` (the pipeline refit on all rows, after a
-  pickle save/load round trip).
+- ``job.json``: ``task`` (``regression``, or a classification), ``classes`` (the engine's class
+  order), ``save_model``;
+- ``candidate.py``: defines ``build_pipeline(columns) -> unfitted sklearn estimator``
+  (``columns``: feature name -> "numeric" or "categorical"); all feature work goes inside it;
+- either ``train.parquet`` (the feature columns and ``__target__``: the rows to fit on), or
+  ``model.pkl`` (a pipeline an earlier step fitted, to predict with);
+- optionally ``rows.parquet``: feature columns only, **no labels**: the rows to predict (a CV
+  fold's validation rows, or the sealed holdout's features). Their labels never enter.
 
-The candidate's own prints go to ``candidate.log`` in OUT_DIR, never to the result.
+OUT_DIR receives ``result.json`` (the stage reached, or the stage that failed and its error),
+``pred.npy`` (predictions of ``rows``: class probabilities, one column per class in the given
+order, or regression values; the engine scores them against labels only it holds), and with
+``save_model`` ``model.pkl`` (the fitted pipeline, after a pickle round trip in here: the
+host stores those bytes and never loads them). The candidate's own prints go to
+``candidate.log``, never to the result. The process ends with ``os._exit`` once the outputs
+are written: no exit handler or thread of the candidate's runs after them.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import contextlib
 import importlib.util
 import io
 import json
+import os
 import pickle
 import sys
 import time
@@ -29,64 +36,77 @@ import traceback
 from pathlib import Path
 
 
-def main(train: str, candidate: str, out: str, task: str = "binary") -> int:
-    out_dir = Path(out)
+def main(folder: str, out: str) -> int:
+    folder_path, out_dir = Path(folder), Path(out)
     result: dict = {"stage": "start", "ok": False, "timings": {}}
     log = io.StringIO()
     stage = "read"
     started = time.perf_counter()
+    outputs: dict[str, object] = {}
     try:
         import numpy as np
         import pandas as pd
 
-        frame = pd.read_parquet(train)
-        y = frame.pop("__target__").to_numpy()
-        folds = frame.pop("__fold__").to_numpy()
-        columns = {c: ("numeric" if pd.api.types.is_numeric_dtype(frame[c]) else "categorical")
-                   for c in frame.columns}
-        classes = sorted(set(y.tolist()))
+        job = json.loads((folder_path / "job.json").read_text())
+        task, classes = job.get("task", "binary"), list(job.get("classes") or [])
+        train = folder_path / "train.parquet"
+        rows = folder_path / "rows.parquet"
         with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
             stage = "import"
-            spec = importlib.util.spec_from_file_location("candidate", candidate)
+            spec = importlib.util.spec_from_file_location("candidate",
+                                                          folder_path / "candidate.py")
             module = importlib.util.module_from_spec(spec)
             sys.modules["candidate"] = module  # a custom transformer pickles by this name
             spec.loader.exec_module(module)
-            stage = "build"
-            from sklearn.base import clone
-
-            template = module.build_pipeline(dict(columns))
-            oof = None
-            for k in sorted(set(folds.tolist())):
-                stage = f"fit fold {k}"
-                test = folds == k
-                model = clone(template).fit(frame[~test], y[~test])
-                stage = f"predict fold {k}"
-                if task == "regression":
-                    pred = np.asarray(model.predict(frame[test]), dtype=float)
-                else:  # probabilities, columns in sorted class order whatever the model's
-                    proba = model.predict_proba(frame[test])
-                    order = [list(model.classes_).index(c) if c in model.classes_ else None
-                             for c in classes]
-                    pred = np.column_stack([proba[:, i] if i is not None
-                                            else np.zeros(len(proba)) for i in order])
-                if oof is None:
-                    oof = np.zeros((len(y), *pred.shape[1:]), dtype=float)
-                oof[test] = pred
-            stage = "refit"
-            final = clone(template).fit(frame, y)
-            stage = "pickle"
-            blob = pickle.dumps(final)
-            pickle.loads(blob)  # what the engine will load must load
-        (out_dir / "model.pkl").write_bytes(blob)
-        np.save(out_dir / "oof.npy", oof)
-        result.update(ok=True, stage="done", features=_features(final, frame.head(20)))
+            sample = None
+            if train.exists():
+                frame = pd.read_parquet(train)
+                y = frame.pop("__target__").to_numpy()
+                columns = {c: ("numeric" if pd.api.types.is_numeric_dtype(frame[c])
+                               else "categorical") for c in frame.columns}
+                stage = "build"
+                model = module.build_pipeline(dict(columns))
+                stage = "fit"
+                model.fit(frame, y)
+                sample = frame.head(20)
+            else:
+                stage = "load model"
+                model = pickle.loads((folder_path / "model.pkl").read_bytes())
+            if rows.exists():
+                stage = "predict"
+                X = pd.read_parquet(rows)
+                outputs["pred"] = _predict(np, model, X, task, classes)
+            if job.get("save_model"):
+                stage = "pickle"
+                blob = pickle.dumps(model)
+                pickle.loads(blob)  # what a later step loads must load
+                outputs["model"] = blob
+            features = _features(model, sample) if sample is not None else []
+        if "pred" in outputs:
+            np.save(out_dir / "pred.npy", outputs["pred"], allow_pickle=False)
+        if "model" in outputs:
+            (out_dir / "model.pkl").write_bytes(outputs["model"])
+        result.update(ok=True, stage="done", features=features)
     except BaseException as exc:  # noqa: BLE001 - every failure is the result, with its stage
         result.update(stage=stage, error=f"{type(exc).__name__}: {exc}"[:2000],
                       traceback=traceback.format_exc()[-8000:])
     result["timings"]["total_seconds"] = round(time.perf_counter() - started, 3)
     (out_dir / "candidate.log").write_text(log.getvalue()[-20000:])
     (out_dir / "result.json").write_text(json.dumps(result))
+    sys.stdout.flush()
+    os._exit(0)  # not sys.exit: no atexit handler or thread of the candidate outlives this
     return 0
+
+
+def _predict(np, model, X, task: str, classes: list):
+    """Regression values, or class probabilities in ``classes`` order (absent ones: zeros)."""
+    if task == "regression":
+        return np.asarray(model.predict(X), dtype=float)
+    proba = np.asarray(model.predict_proba(X), dtype=float)
+    fitted = list(model.classes_)
+    order = [fitted.index(c) if c in fitted else None for c in classes]
+    return np.column_stack([proba[:, i] if i is not None else np.zeros(len(proba))
+                            for i in order])
 
 
 def _features(model, sample) -> list[str]:
@@ -108,4 +128,4 @@ def _features(model, sample) -> list[str]:
 
 
 if __name__ == "__main__":
-    sys.exit(main(*sys.argv[1:5]))
+    sys.exit(main(*sys.argv[1:3]))

@@ -1,10 +1,17 @@
-"""One candidate's job (what goes in) and result (what comes out), whatever runs it."""
+"""One container's work (``SandboxJob``: what goes in) and its ``SandboxResult`` (what comes
+out), whatever runs it.
+
+A job either fits the candidate on labelled rows (``train`` and ``target``) or loads a pipeline
+an earlier job fitted (``model_bytes``), and predicts ``rows``: features only, never their
+labels. So a CV fold's container holds that fold's training rows and its validation features;
+the sealed holdout's features go to a scoring container after the search; the engine scores
+every prediction against labels only it holds. The host never unpickles what a job returns.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import json
-import pickle
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -16,22 +23,46 @@ import pandas as pd
 from mlflow_agentic.errors import AgenticError
 
 HARNESS = Path(__file__).with_name("harness.py")
+MAX_LOG_CHARS = 20_000
 
 
 class SandboxUnavailable(AgenticError):
     """No sandbox to run LLM-written code in (no Docker daemon, no image): code mode refuses."""
 
 
+class SandboxFailed(AgenticError):
+    """A sandbox job that had to succeed (a refit, a prediction of the selected model) failed."""
+
+
 @dataclass
 class SandboxJob:
-    """The training rows (features, target, the engine's fold of each row) and the code."""
+    """``code`` (``candidate.py``) and either ``train`` + ``target`` (fit) or ``model_bytes``
+    (a fitted pipeline's pickle, loaded inside only); ``rows`` (features, no labels) to
+    predict; ``save_model``: return the fitted pipeline's pickle."""
 
-    features: pd.DataFrame
-    target: np.ndarray
-    folds: np.ndarray
     code: str
     task: str = "binary"
-    """``regression``: predictions come out; else class probabilities (sorted classes)."""
+    """``regression``: predictions come out; else class probabilities in ``classes`` order."""
+    classes: tuple = ()
+    train: pd.DataFrame | None = None
+    target: np.ndarray | None = None
+    rows: pd.DataFrame | None = None
+    model_bytes: bytes | None = None
+    save_model: bool = False
+
+    def __post_init__(self) -> None:
+        if (self.train is None) == (self.model_bytes is None):
+            raise ValueError("a sandbox job fits on train (with its target) or loads "
+                             "model_bytes: exactly one of them")
+        if self.train is not None and (self.target is None
+                                       or len(self.target) != len(self.train)):
+            raise ValueError("train needs one target value per row")
+        if self.rows is not None and "__target__" in self.rows.columns:
+            raise ValueError("rows to predict carry no labels")
+
+    @property
+    def n_outputs(self) -> int:
+        return 0 if self.task == "regression" else len(self.classes)
 
     @contextlib.contextmanager
     def staged(self):
@@ -43,17 +74,29 @@ class SandboxJob:
             shutil.rmtree(folder, ignore_errors=True)
 
     def write(self, folder: Path) -> dict[str, Path]:
-        """The files a runner mounts: ``train.parquet``, ``candidate.py``, ``harness.py``; and
-        an empty ``out`` folder. Nothing else of the host goes in."""
+        """The files a runner mounts (``job.json``, ``candidate.py``, ``harness.py``, and
+        ``train.parquet`` or ``model.pkl``, and ``rows.parquet`` when there are rows), and an
+        empty ``out`` folder. Nothing else of the host goes in."""
         folder.mkdir(parents=True, exist_ok=True)
-        frame = self.features.copy()
-        frame["__target__"] = self.target
-        frame["__fold__"] = self.folds
-        paths = {"train": folder / "train.parquet", "candidate": folder / "candidate.py",
-                 "harness": folder / "harness.py", "out": folder / "out"}
-        frame.to_parquet(paths["train"], index=False)
+        paths = {"job": folder / "job.json", "candidate": folder / "candidate.py",
+                 "harness": folder / "harness.py"}
+        paths["job"].write_text(json.dumps({
+            "task": self.task, "save_model": self.save_model,
+            "classes": [c.item() if hasattr(c, "item") else c for c in self.classes]}))
         paths["candidate"].write_text(self.code)
         shutil.copyfile(HARNESS, paths["harness"])
+        if self.train is not None:
+            frame = self.train.reset_index(drop=True).copy()
+            frame["__target__"] = np.asarray(self.target)
+            paths["train"] = folder / "train.parquet"
+            frame.to_parquet(paths["train"], index=False)
+        else:
+            paths["model"] = folder / "model.pkl"
+            paths["model"].write_bytes(self.model_bytes)
+        if self.rows is not None:
+            paths["rows"] = folder / "rows.parquet"
+            self.rows.reset_index(drop=True).to_parquet(paths["rows"], index=False)
+        paths["out"] = folder / "out"
         paths["out"].mkdir()
         for path in paths.values():
             path.chmod(0o777 if path.is_dir() else 0o644)  # readable by the sandbox's user
@@ -62,8 +105,9 @@ class SandboxJob:
 
 @dataclass
 class SandboxResult:
-    """What came out: the stage reached (``done``) or the one that failed and why. ``oof``:
-    out-of-fold predictions, from which the engine computes the fold scores itself."""
+    """What came out: the stage reached (``done``) or the one that failed and why.
+    ``predictions``: of the job's rows, checked for shape and finiteness here (the candidate
+    wrote them; the engine scores them itself). ``model_bytes``: never unpickled on the host."""
 
     ok: bool
     stage: str
@@ -71,34 +115,77 @@ class SandboxResult:
     """``docker`` or ``host``: recorded on the attempt's run as ``sandbox``."""
     error: str | None = None
     traceback: str | None = None
-    oof: np.ndarray | None = None
+    predictions: np.ndarray | None = None
     model_bytes: bytes | None = None
     features: list[str] = field(default_factory=list)
     seconds: float = 0.0
     log: str = ""
     limits: dict[str, str] = field(default_factory=dict)
 
-    def model(self):
-        """The fitted pipeline (unpickling runs the candidate's classes: the caller decides)."""
-        return pickle.loads(self.model_bytes)
-
     @classmethod
-    def read(cls, out: Path, label: str, seconds: float, limits: dict[str, str],
-             killed: str | None = None, logs: str = "") -> SandboxResult:
+    def read(cls, out: Path, job: SandboxJob, label: str, seconds: float,
+             limits: dict[str, str], killed: str | None = None,
+             logs: str = "") -> SandboxResult:
         """The harness's files in ``out``; ``killed``: why the runner stopped it first."""
         result_file = out / "result.json"
-        log = (out / "candidate.log").read_text() if (out / "candidate.log").exists() else ""
+        log = _text(out / "candidate.log")
         if killed is not None or not result_file.exists():
             return cls(False, "killed" if killed else "crashed", label,
                        error=killed or f"the sandbox ended without a result: {logs[-1500:]}",
-                       seconds=seconds, log=(log + logs)[-20000:], limits=limits)
-        data = json.loads(result_file.read_text())
-        ok = bool(data.get("ok"))
-        return cls(ok, data.get("stage", "?"), label, error=data.get("error"),
-                   traceback=data.get("traceback"),
-                   oof=np.load(out / "oof.npy") if ok else None,
-                   model_bytes=(out / "model.pkl").read_bytes() if ok else None,
-                   features=list(data.get("features", [])), seconds=seconds, log=log,
-                   limits=limits)
+                       seconds=seconds, log=(log + logs)[-MAX_LOG_CHARS:], limits=limits)
+        common = dict(seconds=seconds, log=log, limits=limits)
+        try:
+            data = json.loads(result_file.read_text()[:200_000])
+            if not data.get("ok"):
+                return cls(False, str(data.get("stage", "?")), label,
+                           error=str(data.get("error")), traceback=data.get("traceback"),
+                           **common)
+            predictions = (_predictions(out / "pred.npy", job)
+                           if job.rows is not None else None)
+            model = (out / "model.pkl").read_bytes() if job.save_model else None
+            features = [str(f)[:200] for f in list(data.get("features") or [])[:500]]
+        except (OSError, ValueError, TypeError, AttributeError) as exc:
+            return cls(False, "outputs", label, error=f"unreadable outputs: {exc}", **common)
+        return cls(True, "done", label, predictions=predictions, model_bytes=model,
+                   features=features, **common)
+
+    @classmethod
+    def combine(cls, results: list[SandboxResult]) -> SandboxResult:
+        """One attempt's view of its fold jobs: the first failure (with its fold), or the first
+        fold's features, the summed container seconds and every fold's log."""
+        failed = next(((k, r) for k, r in enumerate(results) if not r.ok), None)
+        first = results[0]
+        log = "".join(f"--- fold {k} ---\n{r.log}" for k, r in enumerate(results)
+                      if r.log.strip())[-MAX_LOG_CHARS:]
+        seconds = sum(r.seconds for r in results)
+        if failed is not None:
+            k, r = failed
+            return cls(False, f"fold {k}: {r.stage}", r.label, error=r.error,
+                       traceback=r.traceback, seconds=seconds, log=log, limits=r.limits)
+        return cls(True, "done", first.label, features=first.features, seconds=seconds,
+                   log=log, limits=first.limits)
 
 
+def _text(path: Path) -> str:
+    try:
+        with path.open(errors="replace") as handle:
+            return handle.read(MAX_LOG_CHARS)
+    except OSError:
+        return ""
+
+
+def _predictions(path: Path, job: SandboxJob) -> np.ndarray:
+    """``pred.npy`` as the job asked for it: one finite value (regression) or one probability
+    per class for each row; anything else is the candidate's failure, not a number."""
+    n, k = len(job.rows), job.n_outputs
+    expected = (n, k) if k else (n,)
+    if path.stat().st_size > 8 * n * max(k, 1) + 4096:  # read nothing larger than it can be
+        raise ValueError(f"pred.npy is {path.stat().st_size} bytes, more than {n} rows need")
+    values = np.load(path, allow_pickle=False)
+    if values.shape != expected or values.dtype.kind not in "fiu":
+        raise ValueError(f"predictions of shape {values.shape} ({values.dtype}), expected "
+                         f"{expected} numbers")
+    values = values.astype(float)
+    if not np.isfinite(values).all():
+        raise ValueError("predictions hold NaN or infinite values")
+    return values

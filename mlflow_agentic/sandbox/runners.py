@@ -1,6 +1,7 @@
-"""Where a candidate runs: ``DockerSandbox`` (a fresh locked-down container per candidate) or,
-only with ``--allow-host-execution``, ``HostSandbox`` (a subprocess: a wall-clock kill and an
-empty environment, no isolation). Both run the same harness on the same files."""
+"""Where a candidate's code runs: ``DockerSandbox`` (a fresh locked-down container per job: a
+CV fold, the refit, a prediction) or, only with ``--allow-host-execution``, ``HostSandbox`` (a
+subprocess: a wall-clock kill and an empty environment, no isolation). Both run the same
+harness on the same files. ``run_all`` runs several jobs at once (a candidate's folds)."""
 
 from __future__ import annotations
 
@@ -9,14 +10,18 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 
 from mlflow_agentic.sandbox.image import default_image
 from mlflow_agentic.sandbox.job import SandboxJob, SandboxResult, SandboxUnavailable
 
-THREADS = {v: "1" for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
+THREADS = {**{v: "1" for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")},
+           "JOBLIB_MULTIPROCESSING": "0"}
 """The whole environment a candidate gets (besides HOME): no secrets, one thread per library
-(on a busy machine OpenMP threads spin against each other)."""
+(on a busy machine OpenMP threads spin against each other), and joblib told up front that
+there is no /dev/shm for process pools (it would warn in every log)."""
 
 
 @dataclass(frozen=True)
@@ -25,9 +30,11 @@ class Limits:
     cpus: float = 2.0
     pids: int = 256
     scratch: str = "256m"
-    """The tmpfs at /tmp: the only writable place besides the harness's output folder."""
+    """The tmpfs at /tmp: the only writable place besides the harness's output folder (no
+    /dev/shm, and /dev/mqueue is read-only: the container's IPC namespace is its own and
+    empty)."""
     timeout: float = 600.0
-    """Wall-clock seconds per candidate (CV folds, refit and pickling)."""
+    """Wall-clock seconds per container (one CV fold, the refit, or one prediction)."""
 
     def tags(self) -> dict[str, str]:
         return {f"sandbox.{k}": str(v) for k, v in asdict(self).items()}
@@ -70,26 +77,34 @@ class DockerSandbox:
         return self
 
     def run(self, job: SandboxJob) -> SandboxResult:
-        client = self._client or self.check()._client
-        with job.staged() as paths:
-            return self._run(client, job, paths)
+        """``job`` in a fresh container. Thread-safe: each call has its own Docker client
+        (one shared client mixed up concurrent containers' results)."""
+        import docker
+
+        if self._client is None:
+            self.check()
+        client = docker.from_env(timeout=30)
+        try:
+            with job.staged() as paths:
+                return self._run(client, job, paths)
+        finally:
+            client.close()
 
     def _run(self, client, job: SandboxJob, paths: dict) -> SandboxResult:
         import requests
 
         lim = self.limits
-        mounts = {str(paths["train"]): {"bind": "/sandbox/train.parquet", "mode": "ro"},
-                  str(paths["candidate"]): {"bind": "/sandbox/candidate.py", "mode": "ro"},
-                  str(paths["harness"]): {"bind": "/sandbox/harness.py", "mode": "ro"},
-                  str(paths["out"]): {"bind": "/sandbox/out", "mode": "rw"}}
+        mounts = {str(path): {"bind": f"/sandbox/{path.name}", "mode": "ro"}
+                  for key, path in paths.items() if key != "out"}
+        mounts[str(paths["out"])] = {"bind": "/sandbox/out", "mode": "rw"}
         started = time.perf_counter()
         container = client.containers.run(
-            self.image, ["python3", "/sandbox/harness.py", "/sandbox/train.parquet",
-                         "/sandbox/candidate.py", "/sandbox/out", job.task],
+            self.image, ["python3", "/sandbox/harness.py", "/sandbox", "/sandbox/out"],
             detach=True, network_mode="none", mem_limit=lim.memory, memswap_limit=lim.memory,
             nano_cpus=int(lim.cpus * 1e9), pids_limit=lim.pids, read_only=True,
-            cap_drop=["ALL"], security_opt=["no-new-privileges"],
-            tmpfs={"/tmp": f"size={lim.scratch}"}, volumes=mounts,
+            cap_drop=["ALL"], security_opt=["no-new-privileges"], ipc_mode="none",
+            tmpfs={"/tmp": f"size={lim.scratch}", "/dev/mqueue": "ro,size=4k"},
+            volumes=mounts,
             environment={**THREADS, "HOME": "/tmp"}, user="65534:65534", working_dir="/tmp",
             labels={"mlflow-agentic": "candidate"})
         killed = None
@@ -108,7 +123,7 @@ class DockerSandbox:
             logs = container.logs(tail=200).decode(errors="replace")
         finally:
             container.remove(force=True)
-        return SandboxResult.read(paths["out"], self.label, time.perf_counter() - started,
+        return SandboxResult.read(paths["out"], job, self.label, time.perf_counter() - started,
                                   {"sandbox.image": self.image, **lim.tags()}, killed, logs)
 
 
@@ -132,8 +147,7 @@ class HostSandbox:
         folder = paths["out"].parent
         started = time.perf_counter()
         proc = subprocess.Popen(
-            [sys.executable, str(paths["harness"]), str(paths["train"]),
-             str(paths["candidate"]), str(paths["out"]), job.task],
+            [sys.executable, str(paths["harness"]), str(folder), str(paths["out"])],
             env={**THREADS, "HOME": str(folder)}, cwd=folder, stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT, start_new_session=True)
         killed = None
@@ -143,7 +157,7 @@ class HostSandbox:
             os.killpg(proc.pid, signal.SIGKILL)
             out, _ = proc.communicate()
             killed = f"wall-clock limit: killed after {self.limits.timeout:g}s"
-        return SandboxResult.read(paths["out"], self.label, time.perf_counter() - started,
+        return SandboxResult.read(paths["out"], job, self.label, time.perf_counter() - started,
                                   {"sandbox.timeout": str(self.limits.timeout)}, killed,
                                   out.decode(errors="replace"))
 
@@ -155,3 +169,11 @@ def make_sandbox(allow_host_execution: bool = False, image: str | None = None,
     if allow_host_execution:
         return HostSandbox(limits)
     return DockerSandbox(image, limits).check()
+
+
+def run_all(sandbox, jobs: Sequence[SandboxJob], parallel: int = 1) -> list[SandboxResult]:
+    """Each job in a fresh sandbox, ``parallel`` at a time; results in the jobs' order."""
+    if parallel <= 1 or len(jobs) <= 1:
+        return [sandbox.run(job) for job in jobs]
+    with ThreadPoolExecutor(min(parallel, len(jobs))) as pool:
+        return list(pool.map(sandbox.run, jobs))

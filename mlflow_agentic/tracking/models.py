@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
+import types
 import warnings
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
@@ -78,7 +80,9 @@ def schema_sample(frame: pd.DataFrame, rows: int = SCHEMA_SAMPLE_ROWS) -> pd.Dat
 def log_model(model, dataset, requirements: tuple[str, ...] = (), name: str = "model"):
     """Log ``model`` to the active run as a ``ServedModel`` pyfunc (labels, or with
     ``params={"output": "probabilities"}`` the class probabilities too); returns MLflow's
-    ``ModelInfo``."""
+    ``ModelInfo``. A code-mode model (``runs_generated_code``) is logged from its bytes."""
+    if getattr(model, "runs_generated_code", False):
+        return log_generated_model(model, dataset, requirements, name)
     X = schema_sample(dataset.X)  # raw columns as in the file: the pipeline does the rest
     classes = list(dataset.classes) if dataset.task != "regression" else None
     # cloudpickle is chosen on purpose (the pickle embeds our two small modules, so serving
@@ -93,6 +97,57 @@ def log_model(model, dataset, requirements: tuple[str, ...] = (), name: str = "m
             name=name, python_model=serving.ServedModel(model, classes), signature=signature,
             input_example=X.head(5), pip_requirements=pinned_requirements(requirements),
         )
+
+
+def log_generated_model(model, dataset, requirements: tuple[str, ...] = (),
+                        name: str = "model"):
+    """A code-mode model (``sandbox.SandboxedModel``), logged without loading it here: the
+    candidate's code, its pipeline's pickle as the sandbox made it, and the engine's input step
+    are artifacts of a ``GeneratedCodeModel`` pyfunc. The signature's outputs and the input
+    example's predictions come from the sandbox; MLflow's serving-input check (which would load
+    the model, running the LLM-written code here) is off."""
+    import os
+    import tempfile
+    from pathlib import Path
+
+    from mlflow.models import Model
+
+    X = schema_sample(dataset.X)
+    classes = list(dataset.classes) if dataset.task != "regression" else None
+    example = X.head(5)
+    # MLflow copies each artifact with a download progress bar: not for our users
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+    with tempfile.TemporaryDirectory() as tmp, _pickle_by_value(), \
+            quiet_loggers("mlflow.pyfunc", "mlflow.models.model"), warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Hint: Inferred schema contains integer")
+        warnings.filterwarnings("ignore", message=".*type hint.*")
+        folder = Path(tmp)
+        (folder / "candidate.py").write_text(model.code)
+        (folder / "model.pkl").write_bytes(model.model_bytes)
+        (folder / "inputs.pkl").write_bytes(cloudpickle.dumps(model.inputs))
+        (folder / "meta.json").write_text(json.dumps({"task": dataset.task, "classes": [
+            c.item() if hasattr(c, "item") else c for c in classes or []]}))
+        signature = serving_signature(
+            infer_signature(X, model.predict(example), params={"output": "label"}), model,
+            dataset)
+        return Model.log(
+            artifact_path=None, name=name, flavor=_PYFUNC_UNCHECKED,
+            python_model=serving.GeneratedCodeModel(classes),
+            artifacts={part: str(folder / file) for part, file in (
+                ("candidate", "candidate.py"), ("model", "model.pkl"),
+                ("inputs", "inputs.pkl"), ("meta", "meta.json"))},
+            signature=signature, input_example=example,
+            pip_requirements=pinned_requirements(requirements), validate_serving_input=False,
+            tags={ev.GENERATED_CODE: "true"})
+
+
+def _save_pyfunc(path, mlflow_model, validate_serving_input: bool = True, **kwargs):
+    return mlflow.pyfunc.save_model(path=path, mlflow_model=mlflow_model, **kwargs)
+
+
+_PYFUNC_UNCHECKED = types.SimpleNamespace(__name__="mlflow.pyfunc", save_model=_save_pyfunc)
+"""``mlflow.pyfunc`` as ``Model.log``'s flavor, taking ``validate_serving_input=False``: the
+check loads the model in this process, and pyfunc's ``save_model`` refuses the keyword."""
 
 
 def serving_signature(signature, model, dataset=None):

@@ -158,6 +158,8 @@ def _register(rec, run: EngineeringRun, best: AttemptRecord, report, logged: Reg
                      ev.HOLDOUT_ROWS: str(report.n_rows), ev.HOLDOUT_DIGEST: report.digest})
     if ctx.briefing is not None:
         tags[ev.CRITICAL_FINDINGS] = str(len(ctx.briefing.critical))
+    if best.candidate.code is not None:
+        tags[ev.GENERATED_CODE] = "true"
     version, alias_note = rec.call(
         "registering the model", models.register, logged.model_uri, name, tags, alias=alias,
         description=_version_description(rec, run, report),
@@ -185,7 +187,16 @@ def _version_description(rec, run: EngineeringRun, report) -> str:
               f"run [{rec.parent_run_id}]({rec.run_link(rec.parent_run_id)}).",
               "- Serving: labels by default; `\"params\": {\"output\": \"probabilities\"}` adds "
               "one probability column per class."]
+    if best.candidate.code is not None:
+        lines += ["", GENERATED_CODE_WARNING]
     return "\n".join(lines)
+
+
+GENERATED_CODE_WARNING = (
+    "**Loading this model runs LLM-written code** (code mode: `candidate.py` and its pickled "
+    "pipeline). The search ran it only in its sandbox; `mlflow models serve` or "
+    "`mlflow.pyfunc.load_model` run it in their own process. Serve it inside a container, and "
+    "promote it only with `mlflow-agentic promote --accept-generated-code`.")
 
 
 def _model_description(name: str, dataset, metric: str, alias: str) -> str:

@@ -55,3 +55,32 @@ class ServedModel(PythonModel):
     @property
     def classes_(self):
         return self.model.classes_
+
+
+class GeneratedCodeModel(ServedModel):
+    """A code-mode model: LLM-written ``candidate.py`` and its fitted pipeline, logged as
+    artifacts (bytes the search never loaded on its host). **Loading it runs the LLM-written
+    code** in the loading process: serve it inside a container (the README says how), and
+    promote it only with ``--accept-generated-code``."""
+
+    def __init__(self, classes=None) -> None:
+        super().__init__(None, classes)
+
+    def load_context(self, context) -> None:
+        import importlib.util
+        import pickle
+        import sys
+
+        import cloudpickle
+        from sklearn.pipeline import Pipeline
+
+        spec = importlib.util.spec_from_file_location("candidate",
+                                                      context.artifacts["candidate"])
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["candidate"] = module  # the pipeline's pickle refers to this name
+        spec.loader.exec_module(module)
+        with open(context.artifacts["inputs"], "rb") as handle:
+            inputs = cloudpickle.load(handle)
+        with open(context.artifacts["model"], "rb") as handle:
+            fitted = pickle.load(handle)
+        self.model = Pipeline([*inputs.steps, ("candidate", fitted)])

@@ -71,7 +71,8 @@ def best_accepted(user: str) -> dict:
 
 class CodeTeam:
     """``responder`` for ``ScriptedOpenAI``. ``plan``: hypothesis titles; ``code``: title ->
-    candidate.py; ``critic(user)`` and ``submitter(user)`` make those roles' answers."""
+    candidate.py (or ``coder(user) -> candidate.py``); ``critic(user)`` and
+    ``submitter(user)`` make those roles' answers."""
 
     def __init__(self, plan: list[str], code: dict[str, str],
                  critic: Callable[[str], dict] | None = None,
@@ -91,7 +92,9 @@ class CodeTeam:
                                               for t in self.plan]})
         if role == "coder":
             title = section(user, "Hypothesis")["title"]
-            return ("answer", {"code": self.code[title], "rationale": f"implements {title}"})
+            code = self.code[title]  # or a function of what the coder was told
+            code = code(user) if callable(code) else code
+            return ("answer", {"code": code, "rationale": f"implements {title}"})
         if role == "critic":
             return ("answer", self.critic(user))
         return ("answer", self.submitter(user))
