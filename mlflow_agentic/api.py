@@ -29,7 +29,7 @@ from mlflow_agentic.proposers.factory import (
     load_candidates,
 )
 from mlflow_agentic.tracking import MlflowTracker
-from mlflow_agentic.tracking.store import check_store
+from mlflow_agentic.tracking.store import check_names, check_store
 from mlflow_agentic.trainers import resolve_trainers
 
 
@@ -65,6 +65,7 @@ def search(
     candidates: str | None = None,
     optuna_storage: str | None = None,
     encoding: str | None = None,
+    merge_label_variants: bool = False,
     resume=None,
     observers: Sequence = (),
     tracker=None,
@@ -90,7 +91,8 @@ def search(
     from MLflow and not run again, and an LLM search's recorded calls are answered from their
     traces, not asked again (``tracking.resume``). ``proposer="code"``: the LLM writes each
     candidate (``code=CodeOptions(...)``), run in a sandbox checked before anything is logged;
-    its budget is ``code.max_experiments`` attempts.
+    its budget is ``code.max_experiments`` attempts. ``merge_label_variants``: merge target
+    labels that differ only in case or surrounding spaces (refused otherwise).
     """
     code = code or CodeOptions()
     if proposer == "code":  # each attempt is one experiment; code attempts refit in the sandbox
@@ -104,7 +106,7 @@ def search(
         n_jobs=n_jobs, prune=prune, ensemble=ensemble, margin=margin, selection=selection,
         backend=backend, backend_address=backend_address)
     say = say or _warn
-    dataset = _dataset(data, target, encoding)
+    dataset = _dataset(data, target, encoding, merge_label_variants)
     for note in dataset.notes:
         say(f"note: {note}")
     resolve_metric(metric, dataset.task)  # fail before anything is logged
@@ -130,6 +132,8 @@ def search(
             return build_proposer(proposer, seed=seed, trainers=allowed, dataset=dataset,
                                   optuna_storage=optuna_storage, llm=llm, code=code)
 
+    check_names(register_name=register_name, experiment=experiment,
+                dataset_name=dataset.name, register=register)
     sandbox = code.sandbox() if proposer == "code" else None  # fail closed, before logging
     uri = check_store(tracking_uri)  # a store we cannot use is the user's to fix: first
     if tracker is None:
@@ -172,7 +176,7 @@ def _warn(line: str) -> None:
     warnings.warn(line, stacklevel=3)
 
 
-def _dataset(data, target: str | None, encoding: str | None):
+def _dataset(data, target: str | None, encoding: str | None, merge_label_variants: bool = False):
     import pandas as pd
 
 
@@ -181,8 +185,9 @@ def _dataset(data, target: str | None, encoding: str | None):
             raise UserInputError(f"target {target!r} differs from the dataset's {data.target!r}")
         return data
     if isinstance(data, pd.DataFrame):
-        return Dataset.from_frame(data, target)
+        return Dataset.from_frame(data, target, merge_label_variants=merge_label_variants)
     if isinstance(data, (str, Path)):
-        return Dataset.from_path(data, target, encoding=encoding)
+        return Dataset.from_path(data, target, encoding=encoding,
+                                 merge_label_variants=merge_label_variants)
     raise UserInputError(f"data must be a CSV/Parquet path, a DataFrame or a Dataset, got "
                          f"{type(data).__name__}")

@@ -43,6 +43,7 @@ def test_cli_run_end_to_end_in_a_subprocess(tracking_uri, small_csv, broken_plug
     assert "registered: models:/churn-agentic@challenger (version 1)" in proc.stdout
     assert "holdout (60 rows, stratified): selected" in proc.stdout
     assert "deliberately broken trainer" in proc.stderr  # the progress line shows the failure
+    assert "warning: trainer broken failed in all 1 of its attempt(s): " in proc.stderr
     mv = mlflow.MlflowClient().get_model_version_by_alias("churn-agentic", "challenger")
     assert mv.tags["trainer"] in ("linear", "hist_gradient_boosting", "ensemble")
 
@@ -111,6 +112,35 @@ def test_bad_input_fails_clearly_and_registers_nothing(case, tracking_uri, tmp_p
     assert result.exit_code == 2, result.output
     assert fragment in result.output
     assert "Traceback" not in result.output
+    assert registered_models() == []
+
+
+FIRST = {
+    "register name with a slash": (["--register-name", "a/b"],
+                                   "--register-name 'a/b': a registered model's name cannot "
+                                   "contain '/' or ':'"),
+    "register name with a colon": (["--register-name", "churn:v1"], "e.g. --register-name "
+                                   "churn-v1"),
+    "experiment name too long": (["--experiment", "x" * 501],
+                                 "--experiment is 501 characters; MLflow allows at most 500"),
+    "trainers that name nothing": (["--trainers", ","], "',' names nothing"),
+    "data given as a URL": (["--data", "http://example.com/churn.csv"],
+                            "data 'http://example.com/churn.csv' is a URL"),
+}
+
+
+@pytest.mark.parametrize("case", list(FIRST))
+def test_what_can_be_checked_first_is_checked_before_any_run(case, tracking_uri, small_csv):
+    """Refused with exit 2 before the first fit: no experiment, no run, nothing registered."""
+    args, fragment = FIRST[case]
+    data = [] if "--data" in args else ["--data", small_csv]
+    result = invoke(*data, *args)
+    assert result.exit_code == 2, result.output
+    assert fragment in " ".join(result.output.split()), result.output
+    assert "Traceback" not in result.output
+    client = mlflow.MlflowClient()
+    assert [r for e in client.search_experiments() for r in
+            client.search_runs([e.experiment_id])] == []
     assert registered_models() == []
 
 

@@ -94,3 +94,14 @@ def test_bad_files_name_the_problem(tmp_path, make, target, fragment):
     with pytest.raises(UserInputError) as err:
         Dataset.from_path(path, target)
     assert fragment in str(err.value)
+
+
+def test_label_variants_are_refused_or_merged_when_asked():
+    frame = pd.DataFrame({"x": range(12), "churn": ["Yes", "No", "yes ", "No"] * 3})
+    with pytest.raises(UserInputError, match=r"differ only in case or surrounding spaces: "
+                                             r"'Yes' \(3 rows\) / 'yes ' \(3 rows\)"):
+        Dataset.from_frame(frame, "churn")
+    merged = Dataset.from_frame(frame, "churn", merge_label_variants=True)
+    assert merged.task == "binary" and sorted(merged.y.unique()) == ["No", "Yes"]
+    assert "merged target labels that differ only in case or spaces: 'yes ' -> 'Yes'" in \
+        merged.notes

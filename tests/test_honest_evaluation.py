@@ -137,6 +137,48 @@ def test_holdout_targets_appear_in_no_record_written_before_scoring(tracking_uri
     assert f"{result.holdout.selected.holdout:.6f}"[:8] not in snapshot.text
 
 
+def test_every_prompt_fact_is_recomputed_from_the_training_rows(churn_frame):
+    """The LLM's task facts (rows, per-column distinct values and missing rates, class shares,
+    excluded columns) recomputed here with plain pandas from the training rows the search was
+    given: any number taken on the whole file (holdout rows included) fails."""
+    import json
+
+    from mlflow_agentic.proposers.llm import LLMProposer
+    from tests.fakes.openai_server import ScriptedOpenAI
+
+    frame = churn_frame.copy()
+    frame.loc[frame.index[:40], "MonthlyCharges"] = np.inf  # counted in a read note
+    server = ScriptedOpenAI(script=[("answer", {"trainer": "linear", "params": {"C": 0.5},
+                                                "rationale": "r"})])
+    try:
+        result = run_search(Dataset.from_frame(frame, "Churn", name="churn"),
+                            lambda: LLMProposer(model="scripted", base_url=server.base_url,
+                                                api_key="k", backoff=0.01),
+                            cv=3, max_iterations=1, trainers=["linear"], ensemble=False)
+        user = server.requests[0]["messages"][1]["content"]
+    finally:
+        server.close()
+    facts = json.loads(user.split("Task facts:\n", 1)[1].split("\n\n", 1)[0])
+    train = result.briefing.dataset
+    rows = train.frame
+    assert facts["rows"] == len(rows) == result.train_rows < len(frame)
+    assert set(facts["columns"]) == set(train.columns)
+    for column, fact in facts["columns"].items():
+        values = rows[column]
+        assert fact["distinct"] == values.dropna().nunique(), column
+        assert fact["missing_rate"] == round(float(values.isna().mean()), 3), column
+    shares = sorted((round(float(v), 3) for v in rows[train.target].value_counts(
+        normalize=True)), reverse=True)
+    assert facts["class_shares"] == shares
+    assert facts["excluded_columns"] == ["customerID"]  # what the search really excluded
+    # the whole file would have said otherwise (the check can fail)
+    assert facts["columns"]["customerID"]["distinct"] < frame["customerID"].nunique()
+    n_inf = int(rows["MonthlyCharges"].isna().sum())  # the column had no other gap
+    assert 0 < n_inf < 40
+    assert [n for n in train.notes if "infinite" in n] == [
+        f"column 'MonthlyCharges': {n_inf} infinite values read as missing"]
+
+
 # ---- acceptance 4: a planted post-outcome leak ---------------------------------------------------
 @pytest.fixture(scope="module")
 def leak_search(tmp_path_factory, churn_frame):

@@ -180,6 +180,25 @@ def test_cli_runs_the_llm_proposer_over_http(tracking_uri, server, tmp_path, chu
     assert "shallower trees" in " ".join(runs["tags.rationale"].dropna())
 
 
+def test_an_endpoint_that_fails_for_good_is_said_even_with_quiet(tracking_uri, server,
+                                                                 tmp_path, churn_frame):
+    from click.testing import CliRunner
+
+    from mlflow_agentic.cli import main
+
+    path = tmp_path / "churn.csv"
+    churn_frame.head(300).to_csv(path, index=False)
+    server.script = [("status", 500)] * 20
+    result = CliRunner().invoke(main, [
+        "run", "--data", str(path), "--proposer", "llm", "--llm-model", "scripted",
+        "--llm-base-url", server.base_url, "--trainers", "linear,xgboost", "--cv", "3",
+        "--max-iterations", "2", "--no-ensemble", "--no-register", "--quiet"],
+        env={"OPENAI_API_KEY": "k"})
+    assert result.exit_code == 0, result.output
+    assert "warning: the search stopped early: " in result.output
+    assert "no LLM proposal was made: the results are the seeds'" in result.output
+
+
 # ---- accounting, traces, record/replay ----------------------------------------------------------
 def tracked_llm_search(dataset, server, script, **proposer_kw):
     from mlflow_agentic.orchestrator import run_search

@@ -200,3 +200,27 @@ def _has(gate, name):
         return True
     except mlflow.exceptions.MlflowException:
         return False
+
+
+def test_a_version_not_above_the_trivial_baseline_on_its_holdout_gets_no_alias(
+        tracking_uri, churn_frame):
+    """CV said 0.518, the sealed holdout 0.458 against a 0.5 baseline: the version is
+    registered with its evidence, and @challenger does not move to it."""
+    from sklearn.linear_model import LogisticRegression
+
+    from mlflow_agentic.tracking import models
+
+    X = churn_frame[["tenure", "MonthlyCharges"]]
+    model = LogisticRegression().fit(X, churn_frame["Churn"])
+    with mlflow.start_run():
+        info = mlflow.sklearn.log_model(model, name="model")
+    evidence = {"metric": "roc_auc", "cv_roc_auc": "0.518", "baseline_roc_auc": "0.5"}
+    mv, note = models.register(info.model_uri, "weak", {**evidence, "holdout_roc_auc": "0.458"})
+    assert note.startswith(f"@challenger not moved to version {mv.version}: its sealed-holdout "
+                           "roc_auc 0.4580 is not above the trivial baseline 0.5000")
+    client = mlflow.MlflowClient()
+    assert client.get_registered_model("weak").aliases == {}
+    assert client.get_model_version("weak", mv.version).tags["alias_decision"] == note
+    better, note = models.register(info.model_uri, "weak", {**evidence,
+                                                            "holdout_roc_auc": "0.61"})
+    assert note == f"@challenger -> version {better.version}"

@@ -106,6 +106,64 @@ def test_a_resumed_search_runs_nothing_twice_and_ends_as_the_uninterrupted_one(
     assert run.data.tags["resume.1"].startswith("3 finished attempt(s) read back")
 
 
+class KillAtEnsemble(SearchObserver):
+    """Interrupts the search once its ensemble is recorded (the loop had ended)."""
+
+    def on_attempt_end(self, record) -> None:
+        if record.phase == "ensemble":
+            raise KeyboardInterrupt
+
+
+def test_a_search_killed_after_its_ensemble_resumes_it_even_with_a_larger_budget(
+        tmp_path, churn_csv):
+    """The journal of a search cut after its loop holds the ensemble as the last attempt: the
+    resume ends its loop where the killed one did (whatever budget it is given now) and
+    replays the ensemble, instead of refusing because the proposer would propose there."""
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    settings = {**SETTINGS, "proposer": "random", "max_iterations": 2, "patience": 2}
+    whole = search(churn_csv, tracking_uri=f"sqlite:///{tmp_path / 'whole.db'}",
+                   register=False, diagnostics=False, **settings)
+    with pytest.raises(KeyboardInterrupt):
+        search(churn_csv, tracking_uri=uri, register=False, diagnostics=False,
+               observers=[KillAtEnsemble()], **settings)
+    client = mlflow.MlflowClient(tracking_uri=uri)
+    (parent,) = client.search_runs(["1"], "tags.`agentic.role` = 'search'")
+    larger = {**settings, "max_iterations": 9, "patience": 9}  # as a spent time budget is
+    result = search(churn_csv, tracking_uri=uri, register=False, diagnostics=False,
+                    resume=parent.info.run_id, **larger)
+    assert board(result) == board(whole)
+    assert all(a.restored for a in result.run.attempts)
+    assert result.run.attempts[-1].phase == "ensemble"
+    assert "resumed" in result.run.stop_reason
+    assert client.get_run(parent.info.run_id).info.status == "FINISHED"
+
+
+def test_a_resume_after_the_version_was_created_registers_no_second_version(tmp_path,
+                                                                            churn_csv):
+    """kill -9 between registering the version and ending the search run: the store holds the
+    version (with its evidence), the search run not finished. The resume completes that
+    version; it registers no second one of the same result."""
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    first = search(churn_csv, tracking_uri=uri, register_name="churn-once", diagnostics=False,
+                   **SETTINGS)
+    assert str(first.model_version.version) == "1"
+    client = mlflow.MlflowClient(tracking_uri=uri)
+    parent = first.run_id
+    for key in ("registered_model", "registered_version", "status"):  # as the kill left it
+        client.delete_tag(parent, key)
+    client.delete_registered_model_alias("churn-once", "challenger")
+    client.set_terminated(parent, "KILLED")
+    again = search(churn_csv, tracking_uri=uri, register_name="churn-once",
+                   diagnostics=False, resume=parent, **SETTINGS)
+    versions = client.search_model_versions("name = 'churn-once'")
+    assert [str(v.version) for v in versions] == ["1"]
+    assert str(again.model_version.version) == "1"
+    assert str(client.get_model_version_by_alias("churn-once", "challenger").version) == "1"
+    tags = client.get_run(parent).data.tags
+    assert (tags["registered_model"], tags["registered_version"]) == ("churn-once", "1")
+    assert "no second version" in tags["mlflow.note.content"]
+
+
 def test_resume_refuses_other_settings_a_finished_search_and_an_unknown_run(
         tmp_path, churn_csv, uninterrupted):
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"

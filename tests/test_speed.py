@@ -51,6 +51,43 @@ def test_n_jobs_resolution():
     assert resolve_n_jobs(1) == 1
     with pytest.raises(UserInputError, match="leaves no core"):
         resolve_n_jobs(-(cores + 1))
+    with pytest.warns(UserWarning, match=f"n_jobs 999 is more than the {cores} core"):
+        assert resolve_n_jobs(999) == cores  # capped on this machine, with a note
+    assert resolve_n_jobs(999, local=False) == 999  # a remote cluster may have them
+
+
+def test_workers_are_lowered_to_what_fits_in_memory(tmp_path):
+    from mlflow_agentic.engine.parallel import available_memory, workers_that_fit
+
+    gib = 2**30
+    assert workers_that_fit(2, 10 * 2**20, memory=8 * gib) == (2, None)
+    workers, note = workers_that_fit(8, 1 * gib, memory=8 * gib)  # 3.25 GB a worker
+    assert workers == 1 and "would not fit in the 8.0 GB" in note and "running 1" in note
+    (tmp_path / "memory.max").write_text(f"{3 * gib}\n")
+    assert available_memory(tmp_path) == 3 * gib
+    (tmp_path / "memory.max").write_text("max\n")  # unlimited: what the kernel has
+    assert 0 < available_memory(tmp_path) < 2**50
+
+
+def test_n_jobs_999_runs_on_the_cores_there_are(tmp_path, churn_frame):
+    """The command finishes with as many workers as cores, says so, and records it."""
+    import mlflow
+    from click.testing import CliRunner
+
+    from mlflow_agentic.cli import main
+
+    data = tmp_path / "churn.csv"
+    churn_frame.to_csv(data, index=False)
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    with pytest.warns(UserWarning, match="n_jobs 999 is more than"):
+        result = CliRunner().invoke(main, [
+            "run", "--data", str(data), "--target", "Churn", "--n-jobs", "999", "--cv", "3",
+            "--max-iterations", "0", "--proposer", "sequence", "--trainers", "linear",
+            "--no-register", "--no-diagnostics", "--quiet", "--tracking-uri", uri])
+    assert result.exit_code == 0, result.output
+    (run,) = mlflow.MlflowClient(tracking_uri=uri).search_runs(
+        ["1"], "tags.`agentic.role` = 'search'")
+    assert run.data.params["n_jobs"] == str(available_cores())
 
 
 def _thread_limits():

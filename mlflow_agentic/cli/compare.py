@@ -11,6 +11,7 @@ from mlflow_agentic.cli.options import (
     blank_to_none,
     encoding_option,
     exit_on_user_error,
+    named_list,
     optional_float,
     split_from,
     split_list,
@@ -38,7 +39,7 @@ DATA_SUFFIXES = (".csv", ".parquet", ".pq")
               help="Comma-separated seeds: each proposer runs once per seed.")
 @click.option("--split-seed", type=WholeNumber(), default=0, show_default=True,
               help="Seed of the sealed holdout and CV folds that every proposer shares.")
-@click.option("--trainers", callback=blank_to_none,
+@click.option("--trainers", callback=named_list,
               help="Comma-separated trainers to search (default: all that fit the task).")
 @click.option("--cv", type=WholeNumber(min=2), default=5, show_default=True,
               help="Cross-validation folds.")

@@ -83,6 +83,16 @@ def gap_threshold(ctx, param, value):
     return value
 
 
+def named_list(ctx, param, value):
+    """A comma-separated list option that, when given, names at least one thing (``,`` does
+    not mean "all")."""
+    value = blank_to_none(ctx, param, value)
+    if value is not None and split_list(value) is None:
+        raise click.BadParameter(f"{value!r} names nothing; leave the option out for the "
+                                 "default, or name at least one")
+    return value
+
+
 def split_list(value):
     if not value:
         return None
@@ -156,10 +166,19 @@ def exit_on_user_error(work: Callable[[], None],
 
     from mlflow_agentic.errors import SearchTerminated
 
-    def terminate(signum, frame):
-        raise SearchTerminated()
+    stopping: list[int] = []
 
-    previous = signal.signal(signal.SIGTERM, terminate)
+    def stop(signum, frame):
+        """The first SIGINT or SIGTERM stops the work; any later one (a terminal or a CI runner
+        signals the whole process group, often INT then TERM) is noted, never raised, so the
+        cleanup that marks the runs KILLED and keeps the search resumable is not cut short."""
+        stopping.append(signum)
+        if len(stopping) > 1:
+            return
+        raise SearchTerminated() if signum == signal.SIGTERM else KeyboardInterrupt()
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    previous_int = signal.signal(signal.SIGINT, stop)
     try:
         work()
     except SearchTerminated:
@@ -186,6 +205,7 @@ def exit_on_user_error(work: Callable[[], None],
         sys.exit(EXIT_FAILURE)
     finally:
         signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGINT, previous_int)
 
 
 def say_note(line: str) -> None:

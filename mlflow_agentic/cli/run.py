@@ -13,6 +13,7 @@ from mlflow_agentic.cli.options import (
     code_options,
     encoding_option,
     exit_on_user_error,
+    named_list,
     optional_float,
     process_started,
     say_note,
@@ -34,7 +35,7 @@ from mlflow_agentic.proposers.factory import PROPOSERS, LLMOptions
               help="Who proposes candidates: optuna (seeded TPE), sequence (a fixed list), "
                    "llm (an LLM picks trainer and knobs), random, or code (an LLM writes "
                    "each pipeline, run in a Docker sandbox).")
-@click.option("--trainers", callback=blank_to_none,
+@click.option("--trainers", callback=named_list,
               help="Comma-separated trainers to search (default: all that fit the task).")
 @click.option("--max-iterations", type=WholeNumber(min=0, allow_blank=True), default=None,
               help="Reflection attempts after the seed candidates [default: 8; off with "
@@ -106,6 +107,9 @@ from mlflow_agentic.proposers.factory import PROPOSERS, LLMOptions
 @split_options
 @code_options
 @encoding_option
+@click.option("--merge-label-variants", is_flag=True,
+              help="Merge target labels that differ only in case or surrounding spaces "
+                   "(Yes / 'yes ') into their most frequent spelling; refused otherwise.")
 @click.option("--quiet", is_flag=True, help="No progress display; print the summary only.")
 def run_command(data, target, proposer, trainers, max_iterations, patience, time_budget, n_jobs,
                 backend, scheduler, ray_address, no_ensemble, no_prune, selection, cv, metric,
@@ -113,7 +117,8 @@ def run_command(data, target, proposer, trainers, max_iterations, patience, time
                 no_diagnostics, experiment, seed, candidates, optuna_storage, margin,
                 tracking_uri, time_column, group_column, holdout_fraction,
                 post_outcome_columns, cv_scheme, keep_flagged_columns, llm_model, llm_base_url,
-                max_cost_usd, replay, resume, encoding, quiet, **code) -> None:
+                max_cost_usd, replay, resume, encoding, merge_label_variants, quiet,
+                **code) -> None:
     """Search for a verified model on DATA and register the best in MLflow.
 
     The holdout is sealed first; the search sees only the training rows; every attempt is scored
@@ -136,7 +141,8 @@ def run_command(data, target, proposer, trainers, max_iterations, patience, time
         register_name=register_name, register=not no_register, tracking_uri=tracking_uri,
         diagnostics=not no_diagnostics,
         llm=llm, code=code_from(**code), candidates=candidates, optuna_storage=optuna_storage,
-        encoding=encoding, resume=resume, started=started)
+        encoding=encoding, merge_label_variants=merge_label_variants, resume=resume,
+        started=started)
     exit_on_user_error(
         lambda: _run(state, replay=replay, proposer=proposer, quiet=quiet, kwargs=settings),
         kept=lambda: _kept(state.get("tracker")))
@@ -175,6 +181,8 @@ def _run(state: dict, *, replay, proposer, quiet, kwargs) -> None:
     result = outcome.run
 
     click.echo(outcome.summary())
+    for line in result.problems():  # said even with --quiet
+        click.secho(f"warning: {line}", fg="yellow", err=True)
     if kwargs["time_budget"] is not None:
         spent = time.perf_counter() - kwargs["started"]
         click.echo(f"time: {spent:.1f}s of the {kwargs['time_budget']:g}s budget")

@@ -10,6 +10,7 @@ from mlflow_agentic.cli.options import (
     blank_to_none,
     encoding_option,
     exit_on_user_error,
+    named_list,
     say_note,
     split_from,
     split_list,
@@ -36,7 +37,7 @@ tracking_option = click.option(
 @click.option("--data", required=True, help="The search's CSV or Parquet file (the same rows "
               "on every worker: checked by digest).")
 @click.option("--target", callback=blank_to_none, help="Target column (default: detected).")
-@click.option("--trainers", callback=blank_to_none,
+@click.option("--trainers", callback=named_list,
               help="Comma-separated trainers (default: all that fit the task).")
 @click.option("--metric", callback=blank_to_none, help="Metric (default: by task).")
 @click.option("--cv", type=WholeNumber(min=2), default=5, show_default=True,

@@ -75,13 +75,27 @@ def _looks_datetime(series: pd.Series) -> bool:
     return float(parsed.notna().mean()) >= DATETIME_TEXT_MIN_SHARE
 
 
+def _counts(series: pd.Series) -> tuple[float, int, pd.Series]:
+    """``(missing_rate, n_unique, non_null)``: blanks in text count as missing."""
+    missing = blank_to_nan(series).isna() if _is_text(series) else series.isna()
+    missing_rate = float(missing.mean()) if len(series) else 0.0
+    non_null = series[~missing]
+    return missing_rate, int(non_null.nunique()), non_null
+
+
+def recount(info: ColumnInfo, series: pd.Series) -> ColumnInfo:
+    """``info`` with its counts (missing rate, distinct values) taken from ``series`` only: the
+    kind stays as typed on the whole file, the numbers describe these rows (a sealed split's
+    training rows: no count of a holdout row reaches a proposer)."""
+    missing_rate, n_unique, _ = _counts(series)
+    reason = (f"{n_unique} distinct value(s)" if info.kind == "constant" else info.reason)
+    return ColumnInfo(info.name, info.kind, info.dtype, missing_rate, n_unique,
+                      info.numeric_text, reason)
+
+
 def infer_column(name: str, series: pd.Series) -> ColumnInfo:
     """Classify one raw column."""
-    n = len(series)
-    missing = blank_to_nan(series).isna() if _is_text(series) else series.isna()
-    missing_rate = float(missing.mean()) if n else 0.0
-    non_null = series[~missing]
-    n_unique = int(non_null.nunique())
+    missing_rate, n_unique, non_null = _counts(series)
     base = {"name": name, "dtype": str(series.dtype), "missing_rate": missing_rate,
             "n_unique": n_unique}
 

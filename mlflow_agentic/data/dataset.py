@@ -21,6 +21,7 @@ from mlflow_agentic.data.columns import (
     blank_to_nan,
     infer_column,
     parse_numeric_text,
+    recount,
 )
 from mlflow_agentic.errors import UserInputError
 
@@ -28,6 +29,12 @@ TASKS = ("binary", "multiclass", "regression")
 TARGET_NAMES = ("target", "label", "churn", "churned", "y")
 """Column names (case-insensitive) that are taken as the target when none is given."""
 MULTICLASS_MAX_CLASSES = 20
+INFINITE_NOTE = " infinite values read as missing"
+URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def _infinite_note(column: str, mask: np.ndarray) -> str:
+    return f"column {column!r}: {int(mask.sum())}{INFINITE_NOTE}"
 """A numeric target with at most this many integer values (and few per row) is a class label."""
 MAX_CLASSES = 100
 """More classes than this is not a classification we can cross-validate (an ID, free text)."""
@@ -56,6 +63,8 @@ class Dataset:
     """Rows of one group must stay on one side of every split."""
     cv_groups: np.ndarray | None = None
     """Group label per row for group-aware CV (the group column, or near-duplicate clusters)."""
+    infinite_cells: dict[str, np.ndarray] = field(default_factory=dict)
+    """Per numeric column with infinite values read (as missing): which rows had them."""
 
     # ---- construction -------------------------------------------------------------------
     @classmethod
@@ -67,8 +76,12 @@ class Dataset:
         task: str | None = None,
         name: str = "dataset",
         source: str | None = None,
+        merge_label_variants: bool = False,
     ) -> Dataset:
-        """Type the columns, infer (or check) the task, drop rows whose target is missing."""
+        """Type the columns, infer (or check) the task, drop rows whose target is missing.
+        Text labels that differ only in case or surrounding spaces (``Yes``/``yes ``) are
+        refused, or with ``merge_label_variants`` merged into each group's most frequent
+        spelling, with a note."""
         if not isinstance(df, pd.DataFrame):
             raise UserInputError(f"expected a pandas DataFrame, got {type(df).__name__}")
         where = f" in {source}" if source else ""
@@ -96,6 +109,9 @@ class Dataset:
         if missing.any():
             notes.append(f"dropped {int(missing.sum())} rows whose target {target!r} is missing")
             df = df.loc[~missing].reset_index(drop=True)
+        if _is_text(df[target]) and task != "regression":
+            df[target] = _label_variants(df[target], target, where, merge_label_variants,
+                                         notes)
         if _is_text(df[target]) and _numeric_share(df[target]) == 1.0 and df[target].nunique() > 2:
             df[target] = parse_numeric_text(df[target])
         if task != "regression" and pd.api.types.is_numeric_dtype(df[target]):
@@ -127,6 +143,7 @@ class Dataset:
             raise UserInputError(f"task 'regression' needs a numeric target; {target!r} is text")
 
         columns = {c: infer_column(c, df[c]) for c in df.columns if c != target}
+        infinite_cells: dict[str, np.ndarray] = {}
         for c, info in columns.items():  # typed once, here: the pipeline's coercion is a no-op
             if info.kind == "numeric":
                 df[c] = (parse_numeric_text(df[c]) if info.numeric_text
@@ -134,8 +151,8 @@ class Dataset:
                 infinite = np.isinf(df[c].to_numpy())
                 if infinite.any():  # as a model sees it at prediction time: missing, imputed
                     df.loc[infinite, c] = np.nan
-                    notes.append(f"column {c!r}: {int(infinite.sum())} infinite values read "
-                                 "as missing")
+                    infinite_cells[c] = infinite
+                    notes.append(_infinite_note(c, infinite))
         if not any(info.is_feature for info in columns.values()):
             raise UserInputError(
                 f"no usable feature columns{where}: "
@@ -143,18 +160,22 @@ class Dataset:
             )
         return cls(frame=df, target=target, task=task, columns=columns, name=name,
                    source=source, classes=classes, dropped_missing_target=int(missing.sum()),
-                   notes=notes)
+                   notes=notes, infinite_cells=infinite_cells)
 
     @classmethod
     def from_path(cls, path: str | Path, target: str | None = None, *,
                   task: str | None = None, name: str | None = None,
-                  encoding: str | None = None) -> Dataset:
+                  encoding: str | None = None, merge_label_variants: bool = False) -> Dataset:
         """Read a CSV (or TSV) or Parquet file and build the dataset. ``encoding``: of a CSV
         (default: UTF-8, else detected, with a note)."""
+        if isinstance(path, str) and URL.match(path):
+            raise UserInputError(f"data {path!r} is a URL; mlflow-agentic reads a local CSV or "
+                                 "Parquet file: download it first (e.g. curl -o data.csv URL) "
+                                 "and pass the file")
         path = Path(path)
         df = read_table(path, encoding=encoding)
         dataset = cls.from_frame(df, target, task=task, name=name or dataset_name(path),
-                                 source=str(path))
+                                 source=str(path), merge_label_variants=merge_label_variants)
         dataset.notes[:0] = df.attrs.get("read_notes", [])
         return dataset
 
@@ -189,12 +210,18 @@ class Dataset:
         return self.classes[1] if self.task == "binary" else None
 
     def take(self, rows: Sequence[int] | np.ndarray, name: str | None = None) -> Dataset:
-        """Rows subset that keeps the column typing and roles (for sealed splits)."""
+        """Rows subset that keeps the column typing and roles (for sealed splits), with every
+        count re-taken on these rows: missing rates, distinct values, the read notes' counts
+        of infinite cells. Nothing a proposer sees is computed on rows it was not given."""
         rows = np.asarray(rows)
         frame = self.frame.iloc[rows].reset_index(drop=True)
         groups = self.cv_groups[rows] if self.cv_groups is not None else None
-        return dataclasses.replace(self, frame=frame, name=name or self.name,
-                                   notes=list(self.notes), cv_groups=groups)
+        columns = {c: recount(info, frame[c]) for c, info in self.columns.items()}
+        infinite = {c: mask[rows] for c, mask in self.infinite_cells.items()}
+        notes = [n for n in self.notes if not n.endswith(INFINITE_NOTE)]
+        notes += [_infinite_note(c, mask) for c, mask in infinite.items() if mask.any()]
+        return dataclasses.replace(self, frame=frame, name=name or self.name, notes=notes,
+                                   cv_groups=groups, columns=columns, infinite_cells=infinite)
 
     def exclude(self, reasons: dict[str, str]) -> Dataset:
         """A copy in which these columns are no longer features (kind ``excluded``, with why)."""
@@ -333,6 +360,31 @@ def _detect_encoding(path: Path) -> str:
         return "cp1252"
     except UnicodeDecodeError:
         return "latin-1"
+
+
+def _label_variants(y: pd.Series, target: str, where: str, merge: bool,
+                    notes: list[str]) -> pd.Series:
+    """``y`` with spellings of one label (case, surrounding spaces) refused or merged."""
+    text = y.astype(str)
+    key = text.str.strip().str.casefold()
+    counts = text.groupby(key).value_counts()
+    groups = {k: c for k, c in counts.groupby(level=0) if len(c) > 1}
+    if not groups:
+        return y
+    shown = "; ".join(" / ".join(f"{label!r} ({n} rows)" for (_, label), n in c.items())
+                      for c in list(groups.values())[:5])
+    if not merge:
+        raise UserInputError(
+            f"target {target!r}{where} has labels that differ only in case or surrounding "
+            f"spaces: {shown}. Fix the file, or pass --merge-label-variants to merge each "
+            "group into its most frequent spelling")
+    mapping = {}
+    for c in groups.values():
+        keep = c.idxmax()[1]
+        mapping.update({label: keep for (_, label) in c.index if label != keep})
+    notes.append("merged target labels that differ only in case or spaces: "
+                 + ", ".join(f"{a!r} -> {b!r}" for a, b in mapping.items()))
+    return y.where(~text.isin(mapping), text.map(mapping))
 
 
 def _refuse_duplicate_columns(names: list[str], where: str) -> None:

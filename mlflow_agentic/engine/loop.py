@@ -33,7 +33,7 @@ from mlflow_agentic.engine.ensemble import MAX_MEMBERS, blend, select_ensemble
 from mlflow_agentic.engine.evaluation import baseline_model, cross_validate
 from mlflow_agentic.engine.folds import FoldData
 from mlflow_agentic.engine.observer import SearchContext, SearchObserver
-from mlflow_agentic.engine.parallel import WorkerPool, resolve_n_jobs
+from mlflow_agentic.engine.parallel import WorkerPool, resolve_n_jobs, workers_that_fit
 from mlflow_agentic.engine.protocol import CandidateProposer, proposer_name
 from mlflow_agentic.engine.refit import ENSEMBLE, refit
 from mlflow_agentic.engine.restore import Restored
@@ -84,7 +84,8 @@ class AgenticAutoML:
         self.proposer = proposer
         self.settings = SearchSettings.of(settings, **changes)
         self.verifier = verifier or DeterministicVerifier(self.settings.margin)
-        self.n_jobs = resolve_n_jobs(self.settings.n_jobs)
+        self.n_jobs = resolve_n_jobs(self.settings.n_jobs,
+                                     local=self.settings.backend_address is None)
         self.extra_X = extra_X
         self.observers = list(observers)
         self.briefing = briefing
@@ -110,6 +111,11 @@ class AgenticAutoML:
         if self.briefing is not None and scheme == self.briefing.cv_scheme:
             why = self.briefing.cv_reason  # the briefing resolved it: its reason, not "user"
         splits = make_splits(dataset, s.cv, s.random_state, scheme)
+        if s.backend_address is None and self.n_jobs > 1:
+            self.n_jobs, note = workers_that_fit(
+                self.n_jobs, int(dataset.frame.memory_usage(deep=True).sum()))
+            if note:
+                warnings.warn(note, stacklevel=2)
         baseline = cross_validate(lambda: baseline_model(dataset.task), dataset, splits, metric)
         context = SearchContext(
             dataset=dataset, metric=metric, trainers=tuple(trainers),
@@ -215,6 +221,8 @@ class AgenticAutoML:
             n = min(n, s.max_iterations - iterations)
         if s.max_attempts is not None:
             n = min(n, s.max_attempts - len(history))
+        if self._resumed_loop_end() is not None:  # the killed search's loop ended there
+            n = min(n, self._resumed_loop_end() - len(history))
         if patience_left is not None:  # a batch never runs past the patience
             n = min(n, patience_left)
         candidates: list = []
@@ -411,6 +419,10 @@ class AgenticAutoML:
     def _budget_spent(self, n_attempts: int) -> StopReason | None:
         """Why the shared budget stops the search now, or None while some is left."""
         s = self.settings
+        ended = self._resumed_loop_end()
+        if ended is not None and n_attempts >= ended:
+            return StopReason(StopKind.ATTEMPTS, f"resumed: the killed search had ended its "
+                              f"loop after attempt {ended} and recorded its ensemble")
         if s.max_attempts is not None and n_attempts >= s.max_attempts:
             return StopReason(StopKind.ATTEMPTS, f"attempt budget spent: {n_attempts} of "
                               f"{s.max_attempts} attempts")
@@ -420,6 +432,12 @@ class AgenticAutoML:
             return StopReason(StopKind.TIME, f"time budget spent: {elapsed:.1f}s of "
                               f"{s.time_budget:g}s (time for the refit kept back)")
         return None
+
+    def _resumed_loop_end(self) -> int | None:
+        """In a resumed search whose ensemble was recorded: the last attempt of its loop (it
+        ended there, by whatever budget it had; a resume's budget may be larger)."""
+        ensembles = [i for i, r in self.restored.items() if r.trainer == ENSEMBLE]
+        return min(ensembles) - 1 if ensembles else None
 
     def _sandbox_params(self) -> dict:
         """Code mode: where candidates run and the proposer's budget, for the search run."""

@@ -14,6 +14,7 @@ import contextlib
 import math
 import os
 import sys
+import warnings
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from pathlib import Path
@@ -59,9 +60,12 @@ def _cgroup_quota(root: Path) -> float | None:
     return None
 
 
-def resolve_n_jobs(n_jobs: int | None) -> int:
-    """``None``/0: every available core; a negative number counts back as in joblib (-1: all);
-    more than the available cores is allowed (the user may know better) but never below 1."""
+def resolve_n_jobs(n_jobs: int | None, local: bool = True) -> int:
+    """``None``/0: every available core; a negative number counts back as in joblib (-1: all).
+    On this machine (``local``) more workers than the cores this process may use are capped
+    to those cores, with a note: each worker is a whole interpreter (about 150 MB), and extra
+    ones only add memory and contention (999 workers took a 24 GB machine down). A remote
+    cluster (``local=False``) gets what was asked."""
     cores = available_cores()
     if n_jobs is None or n_jobs == 0:
         return cores
@@ -71,7 +75,55 @@ def resolve_n_jobs(n_jobs: int | None) -> int:
             raise UserInputError(f"n_jobs={n_jobs} leaves no core of the {cores} available; "
                                  f"use a number from 1 to {cores}, or -1 for all")
         return resolved
+    if local and n_jobs > cores:
+        warnings.warn(f"n_jobs {n_jobs} is more than the {cores} core(s) this process may "
+                      f"use: running {cores} worker(s) (one single-threaded model each)",
+                      stacklevel=2)
+        return cores
     return int(n_jobs)
+
+
+WORKER_BASE_BYTES = 250 * 2**20
+"""What one worker costs before its data: an interpreter with the scientific stack (~150 MB
+measured) and the models it fits."""
+WORKER_DATA_COPIES = 3
+"""A worker holds its fold's matrices: the training part, the preprocessed copy, the model's."""
+MEMORY_SHARE = 0.8
+
+
+def workers_that_fit(n_jobs: int, data_bytes: int, memory: int | None = None
+                     ) -> tuple[int, str | None]:
+    """``(workers, note)``: ``n_jobs`` lowered to what fits in ``memory`` (default: what this
+    process may use) at about ``WORKER_BASE_BYTES + 3 x data`` per worker; the note says why."""
+    memory = available_memory() if memory is None else memory
+    if memory is None:
+        return n_jobs, None
+    each = WORKER_BASE_BYTES + WORKER_DATA_COPIES * data_bytes
+    fits = max(1, int(MEMORY_SHARE * memory // each))
+    if fits >= n_jobs:
+        return n_jobs, None
+    return fits, (f"{n_jobs} workers of about {each / 2**20:,.0f} MB each (the data is "
+                  f"{data_bytes / 2**20:,.0f} MB in memory) would not fit in the "
+                  f"{memory / 2**30:.1f} GB this process may use: running {fits}")
+
+
+def available_memory(cgroup_root: Path = CGROUP_ROOT) -> int | None:
+    """Bytes this process may use: the cgroup memory limit if one is set, else the memory the
+    kernel says is available now; None when neither can be read."""
+    for path in (cgroup_root / "memory.max", cgroup_root / "memory" / "memory.limit_in_bytes"):
+        try:
+            text = path.read_text().strip()
+        except OSError:
+            continue
+        if text.isdigit() and int(text) < 2**60:
+            return int(text)
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
 
 
 def single_threaded(estimator, threads: int = 1):
@@ -128,6 +180,29 @@ def _stop_at_exit(executor) -> None:
         atexit.register(_kill, executor)
 
 
+PARENT_POLL_SECONDS = 1.0
+
+
+def watch_parent(parent: int, poll: float = PARENT_POLL_SECONDS) -> None:
+    """Worker initializer: a daemon thread that ends this worker (and its children) as soon as
+    ``parent`` is gone. A loky worker whose parent got SIGKILL otherwise lives on (seen for
+    minutes), holding its memory; its resource tracker follows once no worker holds its pipe."""
+    import signal
+    import threading
+    import time
+
+    # Ctrl-C reaches the whole process group: the parent stops the search; a worker that
+    # raised KeyboardInterrupt too would only print a traceback
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(poll)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="mlflow-agentic-parent-watch", daemon=True).start()
+
+
 class WorkerPool:
     """Runs tasks on ``n_jobs`` worker processes (joblib's loky: reused between searches), or in
     this process when ``n_jobs == 1``; or on a Dask or Ray cluster (``backend``, at ``address``
@@ -157,7 +232,9 @@ class WorkerPool:
             # workers import what this process can (a trainer defined in a test module, a
             # notebook's package): they get its sys.path, and single-threaded math libraries
             env = {**SINGLE_THREAD_ENV, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-            self._executor = get_reusable_executor(max_workers=self.n_jobs, timeout=300, env=env)
+            self._executor = get_reusable_executor(
+                max_workers=self.n_jobs, timeout=300, env=env, initializer=watch_parent,
+                initargs=(os.getpid(),))
             _stop_at_exit(self._executor)
         return self._executor.submit(run_limited, fn, *args)
 

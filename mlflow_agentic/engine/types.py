@@ -193,6 +193,27 @@ class EngineeringRun:
         return (sum(a.fit_seconds for a in self.attempts) + self.refit_seconds
                 + self.preprocess_seconds)
 
+    def problems(self) -> list[str]:
+        """What went wrong that the summary line does not say: a proposer or endpoint that
+        stopped the search early, a trainer that failed in every one of its attempts."""
+        lines = []
+        if self.stop is not None and self.stop.kind in (StopKind.ENDPOINT,
+                                                        StopKind.PROPOSER_ERROR):
+            made = sum(a.candidate.source == "llm" for a in self.attempts)
+            lines.append(f"the search stopped early: {self.stop.detail}"
+                         + (f" ({made} LLM proposal(s) were made)" if made else
+                            " (no LLM proposal was made: the results are the seeds')"
+                            if self.stop.kind == StopKind.ENDPOINT else ""))
+        by_trainer: dict[str, list] = {}
+        for a in self.attempts:
+            if a.phase != "ensemble" and a.candidate.code is None:
+                by_trainer.setdefault(a.candidate.trainer, []).append(a)
+        for trainer, attempts in by_trainer.items():
+            if all(a.failed for a in attempts):
+                lines.append(f"trainer {trainer} failed in all {len(attempts)} of its "
+                             f"attempt(s): {attempts[0].error[:300]}")
+        return lines
+
     def why_nothing_verified(self) -> str:
         """What became of the attempts, as they are: failed, pruned, quarantined, rejected."""
         counts: dict[str, int] = {}

@@ -50,5 +50,5 @@ def task_facts(context) -> dict:
         if dataset.task != "regression" else None,
         "leakage_findings": [f"{f.severity}: {f.check}" + (f" on {f.column!r}" if f.column
                              else "") for f in brief.findings] if brief is not None else [],
-        "excluded_columns": sorted(brief.excluded) if brief is not None else [],
+        "excluded_columns": sorted(dataset.excluded_columns),
     }

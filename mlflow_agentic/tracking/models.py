@@ -176,18 +176,45 @@ def serving_signature(signature, model, dataset=None):
                           params=signature.params)
 
 
+def version_of_search(name: str, search_run_id: str, attempt_run_id: str):
+    """The version of ``name`` an earlier, interrupted pass of this search registered from
+    this attempt's run (a resume must not register the same result twice), or None."""
+    from mlflow.exceptions import MlflowException
+
+    if not attempt_run_id:
+        return None
+    try:
+        found = mlflow.MlflowClient().search_model_versions(
+            f"name = '{name}' and run_id = '{attempt_run_id}'")
+    except MlflowException:
+        return None
+    ours = [v for v in found if v.tags.get(ev.SEARCH_RUN_ID) == search_run_id]
+    return min(ours, key=lambda v: int(v.version)) if ours else None
+
+
 def register(model_uri: str, name: str, tags: dict[str, Any], alias: str = DEFAULT_ALIAS,
-             description: str = "", model_description: str = ""):
+             description: str = "", model_description: str = "", existing=None):
     """Register ``model_uri`` under ``name`` with evidence tags, and point ``alias`` at it
     unless the version it points at now scores better on the same holdout (same digest and
     metric): two searches finishing in any order leave the alias on the better one. Returns
-    the new version and a sentence on what became of the alias."""
+    the new version and a sentence on what became of the alias. ``existing``: the version an
+    interrupted pass of the same search registered: completed, not registered again."""
     client = mlflow.MlflowClient()
-    mv = mlflow.register_model(model_uri, name, tags={k: str(v) for k, v in tags.items()})
+    if existing is not None:
+        for key, value in tags.items():
+            client.set_model_version_tag(name, existing.version, key, str(value))
+        mv = client.get_model_version(name, existing.version)
+    else:
+        mv = mlflow.register_model(model_uri, name, tags={k: str(v) for k, v in tags.items()})
     if description:
         client.update_model_version(name, mv.version, description=description)
     if model_description:
         client.update_registered_model(name, description=model_description)
+    below = _not_above_baseline(tags)
+    if below:
+        note = f"@{alias} not moved to version {mv.version}: {below}"
+        client.set_model_version_tag(name, mv.version, ev.ALIAS_DECISION, note)
+        return mv, note
     kept = _better_holder(client, name, alias, tags)
     if kept is not None:
         version, theirs, ours = kept
@@ -198,6 +225,22 @@ def register(model_uri: str, name: str, tags: dict[str, Any], alias: str = DEFAU
         return mv, note
     client.set_registered_model_alias(name, alias, mv.version)
     return mv, f"@{alias} -> version {mv.version}"
+
+
+def _not_above_baseline(tags: dict[str, Any]) -> str:
+    """Why a version's holdout score does not earn an alias: not above the trivial baseline
+    ('' when it is, or when there is no holdout score to judge)."""
+    from mlflow_agentic.metrics import METRICS
+
+    metric = str(tags.get(ev.METRIC, ""))
+    try:
+        holdout, base = float(tags[ev.holdout(metric)]), float(tags[ev.baseline(metric)])
+    except (KeyError, TypeError, ValueError):
+        return ""
+    if metric not in METRICS or METRICS[metric].better(holdout, base):
+        return ""
+    return (f"its sealed-holdout {metric} {holdout:.4f} is not above the trivial baseline "
+            f"{base:.4f} (a model no better than a constant is not a challenger)")
 
 
 def _better_holder(client, name: str, alias: str, tags: dict[str, Any]):

@@ -72,10 +72,19 @@ def record_result(rec, run: EngineeringRun, report=None, holdout=None, *, regist
     if run.model is not None and not log_model:
         note.append("Model not logged (a comparison run: evidence about the proposer).")
     elif run.model is not None:
-        outcome = _log_on_selected(rec, run, report, holdout if diagnostics else None,
-                                   deadline)
+        earlier = (models.version_of_search(_name(rec, register_name), rec.parent_run_id,
+                                            selected_id or "")
+                   if register and report is not None else None)
+        if earlier is not None:  # a resume of a search killed after it registered: reuse it
+            outcome = Registration(earlier.source)
+            note.append(f"Version {earlier.version} was registered from this search before it "
+                        "was interrupted: kept, no second version.")
+        else:
+            outcome = _log_on_selected(rec, run, report, holdout if diagnostics else None,
+                                       deadline)
         if register and report is not None:
-            outcome = _register(rec, run, best, report, outcome, register_name, alias)
+            outcome = _register(rec, run, best, report, outcome, register_name, alias,
+                                earlier)
             version = outcome.model_version
             note.append(f"Registered `{version.name}` version {version.version} from the "
                         f"selected attempt's run: {outcome.alias_note}.")
@@ -134,10 +143,14 @@ def _selected_note(run: EngineeringRun, report) -> str:
     return "\n".join(lines)
 
 
+def _name(rec, register_name: str | None) -> str:
+    return register_name or f"{rec.context.dataset.name}-agentic"
+
+
 def _register(rec, run: EngineeringRun, best: AttemptRecord, report, logged: Registration,
-              register_name: str | None, alias: str) -> Registration:
+              register_name: str | None, alias: str, earlier=None) -> Registration:
     ctx = rec.context
-    name = register_name or f"{ctx.dataset.name}-agentic"
+    name = _name(rec, register_name)
     m = run.metric
     tags = {
         ev.METRIC: m, ev.cv(m): f"{run.best_score:.6f}",
@@ -163,7 +176,7 @@ def _register(rec, run: EngineeringRun, best: AttemptRecord, report, logged: Reg
     version, alias_note = rec.call(
         "registering the model", models.register, logged.model_uri, name, tags, alias=alias,
         description=_version_description(rec, run, report),
-        model_description=_model_description(name, ctx.dataset, m, alias))
+        model_description=_model_description(name, ctx.dataset, m, alias), existing=earlier)
     return Registration(logged.model_uri, version, alias_note)
 
 
