@@ -29,6 +29,7 @@ from mlflow_agentic.proposers.factory import (
     load_candidates,
 )
 from mlflow_agentic.tracking import MlflowTracker
+from mlflow_agentic.tracking.resume import LAST, last_unfinished
 from mlflow_agentic.tracking.store import check_names, check_store
 from mlflow_agentic.trainers import resolve_trainers
 
@@ -140,6 +141,9 @@ def search(
         tracker = MlflowTracker(experiment=experiment, register_name=register_name,
                                 register=register, tracking_uri=tracking_uri, say=say,
                                 diagnostics=diagnostics)
+    if resume == LAST:  # the latest unfinished search of this experiment on this file
+        resume = last_unfinished(uri, experiment or f"{dataset.name}-agentic", dataset.name)
+        say(f"--resume last: search run {resume}")
     if resume:
         tracker.resume = _resume_point(resume, uri, say)
         # an LLM search's recorded calls are answered from its traces, not asked again

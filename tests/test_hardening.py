@@ -326,6 +326,18 @@ def mlflow_server(tmp_path: Path, port: int, store: str | None = None):
                           tmp_path / f"server-{time.monotonic_ns()}.log", 120)
 
 
+def traces_of(uri: str, experiment_id: str, run_id: str) -> list:
+    """A run's traces on the server at ``uri``. Trace data sent late is stored at an
+    ``mlflow-artifacts:`` URI, which MLflow resolves against the global tracking URI, not the
+    client's: set it for the call."""
+    previous = mlflow.get_tracking_uri()
+    mlflow.set_tracking_uri(uri)
+    try:
+        return mlflow.MlflowClient(uri).search_traces(locations=[experiment_id], run_id=run_id)
+    finally:
+        mlflow.set_tracking_uri(previous)
+
+
 def test_a_tracking_server_that_comes_back_loses_nothing(tmp_path, churn_frame):
     """A tracking server backed by PostgreSQL stops for 20 s mid-search (an LLM search: its
     calls' traces too) and comes back."""
@@ -350,8 +362,8 @@ def test_a_tracking_server_that_comes_back_loses_nothing(tmp_path, churn_frame):
             assert "is answering again; the search goes on" in err
             runs = search_runs(uri)
             parent = runs[runs["tags.agentic.role"] == "search"]
-            traces = mlflow.MlflowClient(uri).search_traces(
-                locations=[parent["experiment_id"].iloc[0]], run_id=parent["run_id"].iloc[0])
+            traces = traces_of(uri, parent["experiment_id"].iloc[0],
+                               parent["run_id"].iloc[0])
     assert "made while the tracking store was down" in err  # some calls were
     calls = sorted(int(t.data.spans[0].attributes["call"]) for t in traces)
     assert calls == list(range(1, len(llm.requests) + 1))  # every call's trace, each once
@@ -418,8 +430,7 @@ def test_a_server_down_past_the_search_leaves_a_journal_that_flush_sends_once(
         assert f"{asked} LLM call(s) answered from their traces" in done.stderr
         assert len(llm.requests) == asked  # none asked again
         runs = search_runs(uri)
-        traces = mlflow.MlflowClient(uri).search_traces(
-            locations=[runs["experiment_id"].iloc[0]], run_id=resume.split()[-1])
+        traces = traces_of(uri, runs["experiment_id"].iloc[0], resume.split()[-1])
     llm.close()
     assert sorted(int(t.data.spans[0].attributes["call"]) for t in traces) == \
         list(range(1, asked + 1))  # each call's trace once

@@ -213,13 +213,17 @@ def test_kill_9_after_the_third_attempt_then_resume_from_the_command_line(
     client = mlflow.MlflowClient(tracking_uri=uri)
     (parent,) = client.search_runs(["1"], "tags.`agentic.role` = 'search'")
     assert parent.info.status == "RUNNING"  # nothing ran on kill -9
+    first = [line for line in proc.stderr.read().splitlines()
+             if not re.match(r"\d{4}/\d\d/\d\d ", line)][0]  # MLflow's own log lines aside
+    assert first.startswith(f"search run {parent.info.run_id} ")  # said first, even --quiet
     kept = {r.info.run_id for r in attempt_runs(uri, parent.info.run_id)
             if r.info.status == "FINISHED"}
     assert len(kept) >= 3
 
-    again = cli(uri, churn_csv, "--resume", parent.info.run_id)
+    again = cli(uri, churn_csv, "--resume", "last")  # no id needed
     out, err = again.communicate(timeout=300)
     assert again.returncode == 0, err
+    assert f"--resume last: search run {parent.info.run_id}" in err
     # what the killed process finished but had not yet written comes from its journal first
     read_back = re.search(rf"resuming search run {parent.info.run_id}: (\d+) finished "
                           r"attempt\(s\) read back, not run again", err)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import mlflow
@@ -38,8 +39,12 @@ def children(client, parent_id):
 def test_parent_and_one_child_per_attempt(tracked_search):
     t = tracked_search
     parent = t.client.get_run(t.tracker.parent_run_id)
-    assert parent.info.status == "FINISHED" and parent.info.run_name == "churn-optuna"
-    assert t.client.get_experiment(parent.info.experiment_id).name == "churn-agentic"
+    assert parent.info.status == "FINISHED"
+    assert re.fullmatch(r"churn-optuna-\d{4}-\d{6}", parent.info.run_name)  # data, who, when
+    experiment = t.client.get_experiment(parent.info.experiment_id)
+    assert experiment.name == "churn-agentic"
+    # the MLflow UI opens it in its Model training view, not the GenAI one
+    assert experiment.tags["mlflow.experimentKind"] == "custom_model_development"
     kids = children(t.client, parent.info.run_id)
     assert len(kids) == len(t.run.attempts) == 6
     for kid, attempt in zip(kids, t.run.attempts, strict=True):
@@ -153,3 +158,15 @@ def test_optuna_runs_are_reproducible_in_the_store(tracked_search):
                           ensemble=False, n_jobs=1).solve(t.dataset)
     assert [(a.candidate.trainer, dict(a.params)) for a in again.attempts] == \
         [(a.candidate.trainer, dict(a.params)) for a in t.run.attempts]
+
+
+def test_an_experiment_kind_the_user_set_is_kept(tracking_uri, churn_frame):
+    from mlflow_agentic.api import search
+
+    client = mlflow.MlflowClient()
+    client.create_experiment("mine", tags={"mlflow.experimentKind": "genai_development"})
+    search(churn_frame, "Churn", experiment="mine", proposer="sequence", trainers=["linear"],
+           cv=3, max_iterations=0, register=False, diagnostics=False)
+    experiment = client.get_experiment_by_name("mine")
+    assert experiment.tags["mlflow.experimentKind"] == "genai_development"
+    assert len(client.search_runs([experiment.experiment_id])) >= 2  # the search did run

@@ -100,10 +100,11 @@ from mlflow_agentic.proposers.factory import PROPOSERS, LLMOptions
 @click.option("--replay", callback=blank_to_none,
               help="Re-run an LLM search from its recorded answers (a run id or a "
                    "llm_exchanges.jsonl path): no network.")
-@click.option("--resume", callback=blank_to_none, metavar="RUN_ID",
-              help="Continue a search that was killed or interrupted (its search run id), "
-                   "with the same data and settings: finished attempts are read back from "
-                   "MLflow, not run again.")
+@click.option("--resume", callback=blank_to_none, metavar="RUN_ID|last",
+              help="Continue a search that was killed or interrupted (its search run id, "
+                   "printed first; or 'last': the latest unfinished search of the experiment "
+                   "on this file), with the same data and settings: finished attempts are "
+                   "read back from MLflow, not run again.")
 @split_options
 @code_options
 @encoding_option
@@ -148,6 +149,25 @@ def run_command(data, target, proposer, trainers, max_iterations, patience, time
         kept=lambda: _kept(state.get("tracker")))
 
 
+class RunIdLine:
+    """The search run's id as soon as it exists (stderr), so a search killed at any moment can
+    be continued with ``--resume``, ``--quiet`` or not."""
+
+    def __init__(self, tracker) -> None:
+        self.tracker = tracker
+
+    def on_search_start(self, context) -> None:
+        run_id = self.tracker.parent_run_id
+        if run_id:
+            click.echo(f"search run {run_id} (if it is cut: the same command with --resume "
+                       f"{run_id}, or --resume last)", err=True)
+
+    def __getattr__(self, hook: str):  # every other observer hook: nothing to say
+        if hook.startswith("on_"):
+            return lambda *args, **kwargs: None
+        raise AttributeError(hook)
+
+
 def _kept(tracker) -> str:
     """What the store holds of an interrupted search, and how to continue it."""
     recorded = tracker.recorded() if tracker is not None else ""
@@ -176,7 +196,9 @@ def _run(state: dict, *, replay, proposer, quiet, kwargs) -> None:
         experiment=kwargs["experiment"], register_name=kwargs["register_name"],
         register=kwargs["register"], tracking_uri=kwargs["tracking_uri"], say=say_note,
         diagnostics=kwargs["diagnostics"])
-    outcome = search(proposer=proposer, observers=[] if quiet else [RichProgress()],
+    first = RunIdLine(tracker)  # even with --quiet: what a later --resume needs
+    outcome = search(proposer=proposer,
+                     observers=[first] if quiet else [first, RichProgress()],
                      tracker=tracker, say=say_note, **kwargs)
     result = outcome.run
 
@@ -208,4 +230,10 @@ def _run(state: dict, *, replay, proposer, quiet, kwargs) -> None:
     elif result.best_candidate is None:
         click.secho(f"nothing verified ({result.why_nothing_verified()}), so nothing was "
                     "registered", fg="yellow")
-    click.echo(f"browse it:  mlflow ui --backend-store-uri {mlflow.get_tracking_uri()}")
+    uri = mlflow.get_tracking_uri()
+    link = tracker.runs_link() if tracker.parent_run_id else ""
+    if uri.startswith(("http://", "https://")):
+        click.echo(f"browse it:  {link}")
+    else:
+        click.echo(f"browse it:  mlflow ui --backend-store-uri {uri} --port 5000, then open "
+                   f"http://127.0.0.1:5000/{link}")

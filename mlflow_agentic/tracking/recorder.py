@@ -76,6 +76,11 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
+EXPERIMENT_KIND = "mlflow.experimentKind"
+MODEL_TRAINING = "custom_model_development"
+"""The experiment tag and value the MLflow UI reads to open the Model training view."""
+
+
 class AttemptRecorder(RunLifecycle, SearchObserver):
     """Records a search as it runs: the search run (parameters, dataset, briefing), one child
     run per attempt, one trace per LLM call; on an error, the runs under way end FAILED or
@@ -151,7 +156,9 @@ class AttemptRecorder(RunLifecycle, SearchObserver):
         if self.shared is not None and self.shared.run_id:
             self._join(context)
             return
-        name = self.run_name or f"{ds.name}-{context.proposer_name}"
+        # searches of one experiment told apart at a glance: data, proposer, when
+        name = self.run_name or (f"{ds.name}-{context.proposer_name}-"
+                                 f"{time.strftime('%m%d-%H%M%S')}")
         # runs started from here on are ours: the run-context provider plugin tags them
         self._context_token = run_context.begin(search_id=self.search_id,
                                                 proposer=context.proposer_name,
@@ -191,9 +198,11 @@ class AttemptRecorder(RunLifecycle, SearchObserver):
 
     def _record_search(self, context: SearchContext, metrics: dict, params: dict,
                        tags: dict) -> None:
-        """The search run's parameters, dataset, columns and briefing; runs left stale."""
+        """The search run's parameters, dataset, columns and briefing; runs left stale; the
+        experiment's kind."""
         ds = context.dataset
         self._notice_stale_searches()
+        self._mark_model_training()
         self.log(self.parent_run_id, metrics, params, tags,
                  steps={f"baseline_{context.metric.name}_fold": context.baseline_fold_scores})
         self.client.log_inputs(self.parent_run_id, datasets=[DatasetInput(
@@ -530,6 +539,22 @@ class AttemptRecorder(RunLifecycle, SearchObserver):
         uri = mlflow.get_tracking_uri()
         return f"{uri.rstrip('/')}/{path}" if uri.startswith(("http://", "https://")) else path
 
+    def runs_link(self) -> str:
+        """The experiment's runs table showing this search's attempts, best CV first (the
+        search facets the MLflow UI reads from its URL)."""
+        from urllib.parse import quote, urlencode
+
+        metric = self.context.metric
+        query = urlencode({"searchFilter": f"tags.`mlflow.parentRunId` = '{self.parent_run_id}'",
+                           "orderByKey": f"metrics.`cv_{metric.name}`",
+                           "orderByAsc": str(not metric.greater_is_better).lower(),
+                           # the UI's own switch; a fresh browser otherwise opens GenAI views
+                           "workflowType": "machine_learning"},
+                          quote_via=quote)
+        path = f"#/experiments/{self._experiment_id}/runs?{query}"
+        uri = mlflow.get_tracking_uri()
+        return f"{uri.rstrip('/')}/{path}" if uri.startswith(("http://", "https://")) else path
+
     def recorded(self) -> str:
         """What the store holds of this search, for messages after a failure."""
         if not self.parent_run_id:
@@ -546,6 +571,14 @@ class AttemptRecorder(RunLifecycle, SearchObserver):
         return self._retrying.call(what, fn, *args, **kwargs)
 
     # ---- helpers ----------------------------------------------------------------------------
+    def _mark_model_training(self) -> None:
+        """The MLflow UI opens an experiment without a kind in its GenAI view (traces, an
+        empty overview): ours are model training. A kind the user set is kept."""
+        experiment = self.client.get_experiment(self._experiment_id)
+        if EXPERIMENT_KIND not in experiment.tags:
+            self.client.set_experiment_tag(self._experiment_id, EXPERIMENT_KIND,
+                                           MODEL_TRAINING)
+
     def _choose_experiment(self, ds) -> None:
         """``--experiment``, else the one ``mlflow run`` or the environment names (if it exists
         in this store), else ``<data>-agentic``."""

@@ -45,7 +45,8 @@ def record_result(rec, run: EngineeringRun, report=None, holdout=None, *, regist
     outcome = Registration()
     metrics: dict[str, float] = {}
     tags: dict[str, str] = {"status": "finished"}
-    note = [f"### {run.summary()}", "", f"Stopped: {run.stop_reason}."]
+    note = [f"### {run.summary()}", "", f"Stopped: {run.stop_reason}.", "",
+            f"[This search's attempts, best CV first]({rec.runs_link()})."]
     selected_id = rec.child_run_ids.get(best.index) if best is not None else None
     if selected_id:
         note += ["", f"**Selected attempt: [{best.index:02d}-{best.candidate.title}]"

@@ -87,6 +87,27 @@ def read_search(run_id: str, tracking_uri: str, finalizing: bool = False,
     return point
 
 
+LAST = "last"
+
+
+def last_unfinished(tracking_uri: str, experiment: str, dataset: str) -> str:
+    """``--resume last``: the latest search run of ``experiment`` on a file named like this
+    one that did not finish (killed, failed, or left running by a dead process)."""
+    import mlflow
+
+    client = mlflow.MlflowClient(tracking_uri=tracking_uri)
+    found = client.get_experiment_by_name(experiment)
+    runs = [] if found is None else client.search_runs(
+        [found.experiment_id], f"tags.`agentic.role` = 'search' and tags.dataset = '{dataset}'"
+        " and attributes.status != 'FINISHED'", order_by=["attributes.start_time DESC"],
+        max_results=1)
+    if not runs:
+        raise UserInputError(f"--resume last: experiment {experiment!r} has no unfinished "
+                             f"search of {dataset!r} to continue (pass a search run id, or "
+                             "the same --experiment and --tracking-uri as the search)")
+    return runs[0].info.run_id
+
+
 def load_resume_point(client, run_id: str, finalizing: bool = False) -> ResumePoint:
     """The search run ``run_id`` and its finished attempts; refused (with what to do) when it
     is not a search run, finished, still running, or recorded without what resuming needs.
