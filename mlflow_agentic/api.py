@@ -110,6 +110,9 @@ def search(
     dataset = _dataset(data, target, encoding, merge_label_variants)
     for note in dataset.notes:
         say(f"note: {note}")
+    size = size_note(dataset, time_budget)
+    if size:
+        say(size)
     resolve_metric(metric, dataset.task)  # fail before anything is logged
     allowed = resolve_trainers(trainers, dataset.task)
     settings = settings.replace(trainers=allowed)
@@ -174,6 +177,25 @@ def _resume_point(run_id, uri: str, say):
                              "cannot reopen; resume with mlflow-agentic run ... --resume "
                              f"{run_id}")
     return read_search(run_id, uri, say=say)
+
+
+LARGE_CELLS = 5_000_000
+"""Rows x columns from which a search says up front what the data's size means."""
+
+
+def size_note(dataset, time_budget: float | None) -> str:
+    """For a large file: its size and memory, and what the search does about it ('' else)."""
+    rows, columns = dataset.frame.shape
+    if rows * columns < LARGE_CELLS:
+        return ""
+    mb = dataset.frame.memory_usage(deep=True).sum() / 2**20
+    what = ("folds still fitting when --time-budget runs out are stopped, and the best "
+            "attempt so far is refit and registered" if time_budget is not None else
+            "without --time-budget every attempt fits all its folds, which can take long: "
+            "pass --time-budget SECONDS to bound the whole command")
+    return (f"note: large data: {rows:,} rows x {columns:,} columns ({mb:,.0f} MB in memory; "
+            f"each fold worker holds about 3x its share); workers are limited to what fits in "
+            f"memory; {what}")
 
 
 def _warn(line: str) -> None:

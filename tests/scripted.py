@@ -50,3 +50,27 @@ SCRIPTED = Trainer(
 
 def q(quality: float, **extra) -> SolutionCandidate:
     return SolutionCandidate("scripted", {"quality": quality, **extra}, f"quality {quality}")
+
+
+class SleepyClassifier(MixClassifier):
+    """A fit that takes ``seconds``: a fold on a big file."""
+
+    def __init__(self, seconds=0.0):
+        super().__init__()
+        self.seconds = seconds
+
+    def fit(self, X, y):
+        import time
+
+        time.sleep(self.seconds)
+        return super().fit(X, y)
+
+
+SLEEPY = Trainer(
+    "sleepy",
+    build_model=lambda task, p, seed: SleepyClassifier(p["seconds"]),
+    space=lambda ds: {"seconds": FloatParam(0.0, 600.0)},
+    defaults=lambda ds: {"seconds": 0.0},
+    tasks=frozenset({"binary"}),
+    preprocessing="native",
+)

@@ -180,6 +180,25 @@ def test_time_budget_counts_proposal_time(data):
     assert all(g >= 0.4 for g in gaps)  # the proposal's sleep is inside the elapsed time
 
 
+def test_a_fold_still_fitting_when_the_budget_runs_out_is_stopped(data):
+    """Folds fitting on workers are not waited for past the deadline (a fold on a big file
+    can take minutes): the attempt is cut, the workers stopped, the search ends in time."""
+    import time
+
+    from tests.scripted import SLEEPY
+
+    register_trainer(SLEEPY)
+    started = time.perf_counter()
+    run = AgenticAutoML(SequenceProposer([q(1.0), SolutionCandidate("sleepy", {"seconds": 60})]),
+                        cv=3, trainers=["scripted", "sleepy"], time_budget=8.0, n_jobs=2,
+                        max_iterations=0, ensemble=False).solve(data)
+    wall = time.perf_counter() - started
+    quick, sleepy = run.attempts
+    assert quick.status == "verified"
+    assert sleepy.pruned is not None and sleepy.pruned.startswith("time budget spent")
+    assert wall < 30, wall  # a fold alone would have taken 60 s
+
+
 def test_an_unbounded_search_is_refused(data):
     with pytest.raises(UserInputError, match="unbounded"):
         AgenticAutoML(SequenceProposer([q(0.5)]), max_iterations=None, patience=None)

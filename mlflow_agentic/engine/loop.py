@@ -407,7 +407,10 @@ class AgenticAutoML:
         best = self._best_utility
         if best is None or record.utility > best:
             self._best_utility = record.utility
-            self._refit_estimate = outcome.fit_seconds / n * 1.3
+            # one fold's fit on k/(k-1) the rows, plus that share of the preprocessing the
+            # folds had ready-made (a refit does its own: seconds on a big file)
+            prep = self._runner.folds.preprocess_seconds / max(self._runner.folds.n_splits, 1)
+            self._refit_estimate = (outcome.fit_seconds / n + prep) * 1.3
 
     def _deadline(self) -> float | None:
         budget = self.settings.time_budget

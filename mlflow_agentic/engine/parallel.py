@@ -15,6 +15,7 @@ import math
 import os
 import sys
 import warnings
+import weakref
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from pathlib import Path
@@ -165,10 +166,35 @@ def _kill(executor) -> None:
     pending = getattr(executor, "_pending_work_items", {})
     for key in [k for k, item in list(pending.items()) if item.future.cancelled()]:
         pending.pop(key, None)  # loky would try to fail these already-cancelled futures
+    manager = getattr(executor, "_executor_manager_thread", None)
+    if manager is not None:
+        _KILLED_MANAGERS.add(manager)
+        _quiet_killed_managers()
     executor.shutdown(wait=False, kill_workers=True)
     for pid in pids:
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
+
+
+_KILLED_MANAGERS: weakref.WeakSet = weakref.WeakSet()
+
+
+def _quiet_killed_managers() -> None:
+    """A killed executor's manager thread may trip over the work it was managing (a
+    ``KeyError`` traceback on stderr after a spent budget or a resume): expected, not said."""
+    import threading
+
+    previous = threading.excepthook
+    if getattr(previous, "agentic_quiet", False):
+        return
+
+    def hook(args) -> None:
+        if args.thread in _KILLED_MANAGERS:
+            return
+        previous(args)
+
+    hook.agentic_quiet = True
+    threading.excepthook = hook
 
 
 def _stop_at_exit(executor) -> None:
@@ -235,6 +261,9 @@ class WorkerPool:
             self._executor = get_reusable_executor(
                 max_workers=self.n_jobs, timeout=300, env=env, initializer=watch_parent,
                 initargs=(os.getpid(),))
+            # loky restarts a worker whose memory grew past its threshold (folds of a big
+            # file): its "memory leak" warning says nothing about this search's results
+            warnings.filterwarnings("ignore", message="A worker stopped while some jobs")
             _stop_at_exit(self._executor)
         return self._executor.submit(run_limited, fn, *args)
 
@@ -279,8 +308,12 @@ class WorkerPool:
         except BaseException as exc:  # noqa: BLE001 - handed to the waiter like a worker's error
             future.set_exception(exc)
 
-    def in_order(self, futures: Iterable[Future]):
-        """Yield ``(i, future)`` as futures finish (in-process ones run in submission order)."""
+    def in_order(self, futures: Iterable[Future], deadline: float | None = None):
+        """Yield ``(i, future)`` as futures finish (in-process ones run in submission order).
+        With a ``deadline`` (a ``time.perf_counter()`` value), ``(None, None)`` once it passes
+        while some are still running: the caller stops them (a fold fit on a big file can take
+        minutes; the budget does not wait for it)."""
+        import time
         from concurrent.futures import FIRST_COMPLETED, wait
 
         pending = dict(enumerate(futures))
@@ -290,6 +323,12 @@ class WorkerPool:
                 yield i, future
             return
         while pending:
-            done, _ = wait(list(pending.values()), return_when=FIRST_COMPLETED)
+            timeout = None if deadline is None else max(0.0, deadline - time.perf_counter())
+            done, _ = wait(list(pending.values()), timeout=timeout,
+                           return_when=FIRST_COMPLETED)
+            if not done:
+                deadline = None  # said once
+                yield None, None
+                continue
             for i in [i for i, f in pending.items() if f in done]:
                 yield i, pending.pop(i)
