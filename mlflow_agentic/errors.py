@@ -35,3 +35,19 @@ def did_you_mean(value: str, choices: list[str] | tuple[str, ...]) -> str:
     close = difflib.get_close_matches(value, list(choices), n=1)
     hint = f" Did you mean {close[0]!r}?" if close else ""
     return f"Valid choices: {', '.join(sorted(choices))}.{hint}"
+
+
+def disk_full(error: BaseException | None) -> bool:
+    """True when ``error`` (or what it was raised from) is a full disk: ``ENOSPC``, or
+    sqlite's "database or disk is full". Retrying cannot help; freeing space can."""
+    import errno
+
+    seen = 0
+    while error is not None and seen < 20:
+        if isinstance(error, OSError) and error.errno == errno.ENOSPC:
+            return True
+        if "database or disk is full" in str(error) or "No space left on device" in str(error):
+            return True
+        error = error.__cause__ or error.__context__
+        seen += 1
+    return False

@@ -161,7 +161,6 @@ def exit_on_user_error(work: Callable[[], None],
     a user error 2 (nothing half-written), a failure 1, Ctrl-C 130, SIGTERM 143.
     ``kept()`` says what the tracking store holds (for the interrupt and failure lines).
     ``MLFLOW_AGENTIC_TRACEBACK=1`` adds the traceback of an unexpected error."""
-    import os
     import signal
 
     from mlflow_agentic.errors import SearchTerminated
@@ -187,25 +186,43 @@ def exit_on_user_error(work: Callable[[], None],
     except KeyboardInterrupt:
         _stopped("interrupted", kept())
         sys.exit(EXIT_INTERRUPTED)
-    except AgenticError as exc:
-        from mlflow_agentic.tracking.store import TrackingUnavailable
+    except Exception as exc:
+        from mlflow_agentic.errors import disk_full
 
-        click.secho(f"error: {exc}", fg="red", err=True)
-        sys.exit(EXIT_FAILURE if isinstance(exc, TrackingUnavailable) else EXIT_USER_ERROR)
-    except Exception as exc:  # a bug or an environment fault: one line, the runs marked FAILED
-        if os.environ.get("MLFLOW_AGENTIC_TRACEBACK"):
-            import traceback
-
-            traceback.print_exc()
+        if not disk_full(exc):
+            _failed(exc, kept)
         what = kept()
-        click.secho(f"error: {type(exc).__name__}: {exc}", fg="red", err=True)
-        click.echo(("the search run is marked FAILED with this reason; kept: " + what + ". "
-                    if what else "") + "Set MLFLOW_AGENTIC_TRACEBACK=1 for the traceback.",
-                   err=True)
+        click.secho("error: the disk is full (No space left on device): the tracking store "
+                    "or the search's journal could not be written.", fg="red", err=True)
+        click.echo((f"Kept: {what}. " if what else "Nothing was kept. ") + "Nothing was "
+                   "registered. Free space on that disk, then continue the search as said "
+                   "(its finished attempts are not run again).", err=True)
         sys.exit(EXIT_FAILURE)
     finally:
         signal.signal(signal.SIGTERM, previous)
         signal.signal(signal.SIGINT, previous_int)
+
+
+def _failed(exc: Exception, kept: Callable[[], str]) -> None:
+    """Every other way ``work`` ends badly: a user error (2) or a failure (1)."""
+    import os
+
+    if isinstance(exc, AgenticError):
+        from mlflow_agentic.tracking.store import TrackingUnavailable
+
+        click.secho(f"error: {exc}", fg="red", err=True)
+        sys.exit(EXIT_FAILURE if isinstance(exc, TrackingUnavailable) else EXIT_USER_ERROR)
+    # a bug or an environment fault: one line, the runs marked FAILED
+    if os.environ.get("MLFLOW_AGENTIC_TRACEBACK"):
+        import traceback
+
+        traceback.print_exception(exc)
+    what = kept()
+    click.secho(f"error: {type(exc).__name__}: {exc}", fg="red", err=True)
+    click.echo(("the search run is marked FAILED with this reason; kept: " + what + ". "
+                if what else "") + "Set MLFLOW_AGENTIC_TRACEBACK=1 for the traceback.",
+               err=True)
+    sys.exit(EXIT_FAILURE)
 
 
 def say_note(line: str) -> None:

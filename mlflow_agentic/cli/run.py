@@ -173,7 +173,9 @@ def _kept(tracker) -> str:
     recorded = tracker.recorded() if tracker is not None else ""
     if not recorded:
         return ""
-    return (f"{recorded} (continue it: the same command with --resume "
+    unmarked = (f"; the store could not be written to mark {', '.join(tracker.unmarked)} "
+                "KILLED (a resume does it)" if tracker.unmarked else "")
+    return (f"{recorded}{unmarked} (continue it: the same command with --resume "
             f"{tracker.parent_run_id})")
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import math
 import os
 import socket
@@ -26,6 +27,7 @@ from mlflow_agentic.data.split import frame_digest
 from mlflow_agentic.engine.observer import SearchContext, SearchObserver
 from mlflow_agentic.engine.restore import recorded_value
 from mlflow_agentic.engine.types import AttemptRecord, EngineeringRun, SolutionCandidate
+from mlflow_agentic.errors import disk_full
 from mlflow_agentic.scoring.plot import trainer_colour
 from mlflow_agentic.tracking import context as run_context
 from mlflow_agentic.tracking.journal import (
@@ -37,6 +39,7 @@ from mlflow_agentic.tracking.journal import (
     send,
 )
 from mlflow_agentic.tracking.lifecycle import RunLifecycle, dataset_source
+from mlflow_agentic.tracking.models import quiet_loggers
 from mlflow_agentic.tracking.resume import (
     DIGEST_TAG,
     OUTPUTS_ARTIFACT,
@@ -111,6 +114,8 @@ class AttemptRecorder(RunLifecycle, SearchObserver):
         self._open_children: set[int] = set()
         self._experiment_id: str | None = None
         self._source_name = ""
+        self.unmarked: list[str] = []
+        """Runs a failing store (a full disk) would not let the search mark KILLED."""
         self._llm_pending: dict[str, float] = {}
         self._llm_trace_ids: list[str] = []
         self._late_traces = 0
@@ -491,32 +496,53 @@ class AttemptRecorder(RunLifecycle, SearchObserver):
     def on_search_error(self, error: BaseException) -> None:
         """The attempts under way and the search run end KILLED (an interrupt) or FAILED, with
         the reason as a tag. With the store down, nothing more is sent."""
-        status = "KILLED" if isinstance(error, (KeyboardInterrupt, SystemExit)) else "FAILED"
+        full = disk_full(error)  # resumable once space is freed: KILLED, not FAILED
+        status = ("KILLED" if full or isinstance(error, (KeyboardInterrupt, SystemExit))
+                  else "FAILED")
         reason = f"{type(error).__name__}: {error}"[:TAG_MAX]
+        with quiet_loggers("mlflow.store.db.utils", "mlflow.tracking",
+                           level=logging.CRITICAL) if full else contextlib.nullcontext():
+            self._end_on_error(status, reason, full)
+
+    def _end_on_error(self, status: str, reason: str, full: bool) -> None:
+        """``on_search_error``'s work; on a full disk every write is tried once, and what
+        could not be written is remembered (``unmarked``) for the message."""
         try:
             if self._retrying is not None:
-                self._retrying.window = min(self._retrying.window, 30.0)
+                self._retrying.window = min(self._retrying.window, 1.0 if full else 30.0)
                 # the attempts that finished stay recorded (or journaled, the store down)
                 if not self._writer.flush(raise_error=False, timeout=self._retrying.window):
                     self._stop_sending()
             if self._retrying is not None and not self._retrying.down:
                 for index in sorted(self._open_children):
-                    self.client.set_terminated(self.child_run_ids[index], status)
+                    try:
+                        self.client.set_terminated(self.child_run_ids[index], status)
+                    except Exception:
+                        if not full:
+                            raise
+                        self.unmarked.append(f"attempt {index}")
                 if self.parent_run_id and self.shared is not None:  # the others go on
                     self._worker_note(f"{status.lower()}: {reason}")
                 elif self.parent_run_id:
-                    self.log(self.parent_run_id, {}, {},
-                             {"status": status.lower(), "error": reason,
-                              "kept": self.recorded() or "nothing",
-                              "resume_with": f"--resume {self.parent_run_id}"})
+                    try:
+                        self.log(self.parent_run_id, {}, {},
+                                 {"status": status.lower(), "error": reason,
+                                  "kept": self.recorded() or "nothing",
+                                  "resume_with": f"--resume {self.parent_run_id}"})
+                    except Exception:
+                        if not full:
+                            raise
         finally:
             if self.journal is not None and not self.journal.pending():
                 self.journal.remove()
             self._open_children.clear()
             if self.parent_run_id and mlflow.active_run() is not None and \
                     mlflow.active_run().info.run_id == self.parent_run_id:
-                with contextlib.suppress(Exception):  # the store may be down
+                try:
                     mlflow.end_run(status=status)
+                except Exception:  # the store may be down, or its disk full
+                    if full:
+                        self.unmarked.append("the search run")
             run_context.end(self._context_token)
             self._context_token = None
 

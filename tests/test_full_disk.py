@@ -1,0 +1,53 @@
+"""A full disk mid-search, on a real filesystem (a 1.5 MB tmpfs holding the store and the
+journal; CI runs as root): one clear message that says what the store holds, no traceback, the
+search run KILLED (never FINISHED), and once space is freed the printed --resume finishes it."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import mlflow
+
+from tests.conftest import CHURN
+
+
+@contextlib.contextmanager
+def small_disk(path: Path, size: str):
+    path.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
+                   check=True)
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", str(path)], check=False)
+
+
+def test_a_full_disk_says_what_the_store_holds_and_ends_resumable(tmp_path):
+    with small_disk(tmp_path / "disk", "1500k") as disk:
+        uri = f"sqlite:///{disk / 'mlflow.db'}"
+        command = [str(Path(sys.executable).parent / "mlflow-agentic"), "run", "--data",
+                   str(CHURN), "--trainers", "linear,hist_gradient_boosting",
+                   "--max-iterations", "2", "--no-diagnostics", "--quiet", "--tracking-uri", uri]
+        full = subprocess.run(command, cwd=disk, capture_output=True, text=True, timeout=300)
+        assert full.returncode == 1, full.stderr
+        assert "error: the disk is full (No space left on device)" in full.stderr
+        assert "Traceback" not in full.stderr and "SQLAlchemy" not in full.stderr
+        kept = re.search(r"Kept: search run (\w+) with (\d+) finished attempts", full.stderr)
+        assert kept, full.stderr
+        client = mlflow.MlflowClient(tracking_uri=uri)
+        parent = client.get_run(kept.group(1))
+        assert parent.info.status == "KILLED"  # never FINISHED: resumable
+        resume = re.search(r"continue it: the same command with (--resume \w+)", full.stderr)
+        subprocess.run(["mount", "-o", "remount,size=80m", str(disk)], check=True)  # freed
+        done = subprocess.run([*command, *resume.group(1).split()], cwd=disk,
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        assert f"{kept.group(2)} finished attempt(s) read back" in done.stderr
+        assert client.get_run(parent.info.run_id).info.status == "FINISHED"
+        attempts = client.search_runs([parent.info.experiment_id],
+                                      f"tags.`mlflow.parentRunId` = '{parent.info.run_id}'")
+        assert "RUNNING" not in {a.info.status for a in attempts}
