@@ -191,7 +191,7 @@ def test_a_fold_still_fitting_when_the_budget_runs_out_is_stopped(data):
     started = time.perf_counter()
     run = AgenticAutoML(SequenceProposer([q(1.0), SolutionCandidate("sleepy", {"seconds": 60})]),
                         cv=3, trainers=["scripted", "sleepy"], time_budget=8.0, n_jobs=2,
-                        max_iterations=0, ensemble=False).solve(data)
+                        max_iterations=1, patience=5, ensemble=False).solve(data)
     wall = time.perf_counter() - started
     quick, sleepy = run.attempts
     assert quick.status == "verified"
