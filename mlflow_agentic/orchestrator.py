@@ -24,6 +24,9 @@ on 2 cores). Diagnostics that would not fit are skipped and say so."""
 FINISH_PER_ROW = 1.5e-5
 """And per row of the file: the holdout rows logged and scored, the data profile (measured on
 1.4M churn rows: about 21 s of recording where 13 s were kept back)."""
+FINISH_PER_COLUMN = 0.03
+"""And per column: the model's signature and input example, the data profile (measured on a
+2,000-column file: about 62 s of recording)."""
 REGISTER_SECONDS = 1.5
 """What registration and the last tags need after the diagnostics (measured ~1 s)."""
 MIN_LOOP_SECONDS = 1.0
@@ -117,8 +120,9 @@ def run_search(
     settings = SearchSettings.of(settings, **changes)
     task = seal(dataset, split=split, cv=settings.cv, cv_scheme=settings.cv_scheme,
                 random_state=settings.random_state, keep_flagged_columns=keep_flagged_columns)
-    loop = settings.replace(time_budget=loop_budget(settings.time_budget, started,
-                                                    tracker is not None, dataset.n_rows))
+    loop = settings.replace(time_budget=loop_budget(
+        settings.time_budget, started, tracker is not None, dataset.n_rows,
+        len(dataset.columns)))
     finish_by = (None if settings.time_budget is None
                  else started + settings.time_budget - REGISTER_SECONDS)
     return search_sealed(task, make_proposer, loop, verifier=verifier, tracker=tracker,
@@ -127,14 +131,14 @@ def run_search(
 
 
 def loop_budget(total: float | None, started: float, tracked: bool,
-                n_rows: int = 0) -> float | None:
+                n_rows: int = 0, n_columns: int = 0) -> float | None:
     """What is left of ``total`` for the loop (refit included): the time already spent, and
     what tracking needs after the loop (logging the model, registering, plots, the holdout
     rows and their scores: more on a big file), kept back."""
     if total is None:
         return None
     reserve = (FINISH_SECONDS + FINISH_SHARE * total + FINISH_PER_ROW * n_rows
-               if tracked else 0.0)
+               + FINISH_PER_COLUMN * n_columns if tracked else 0.0)
     left = total - (time.perf_counter() - started) - reserve
     return max(left, MIN_LOOP_SECONDS)
 
