@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 
 from rich.console import Console
@@ -44,6 +45,20 @@ def _attempt_bar(console: Console) -> Progress:
 def _stop_bar(progress: Progress | None) -> None:
     if progress is not None:
         progress.stop()
+
+
+class RunIdLine(SearchObserver):
+    """The search run's id on stderr as soon as it exists, ``--quiet`` or not: a search killed
+    at any moment can be continued with ``--resume``."""
+
+    def __init__(self, tracker) -> None:
+        self.tracker = tracker
+
+    def on_search_start(self, context: SearchContext) -> None:
+        run_id = self.tracker.parent_run_id
+        if run_id:
+            print(f"search run {run_id} (if it is cut: the same command with --resume "
+                  f"{run_id}, or --resume last)", file=sys.stderr, flush=True)
 
 
 class RichProgress(SearchObserver):

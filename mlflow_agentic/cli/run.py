@@ -149,25 +149,6 @@ def run_command(data, target, proposer, trainers, max_iterations, patience, time
         kept=lambda: _kept(state.get("tracker")))
 
 
-class RunIdLine:
-    """The search run's id as soon as it exists (stderr), so a search killed at any moment can
-    be continued with ``--resume``, ``--quiet`` or not."""
-
-    def __init__(self, tracker) -> None:
-        self.tracker = tracker
-
-    def on_search_start(self, context) -> None:
-        run_id = self.tracker.parent_run_id
-        if run_id:
-            click.echo(f"search run {run_id} (if it is cut: the same command with --resume "
-                       f"{run_id}, or --resume last)", err=True)
-
-    def __getattr__(self, hook: str):  # every other observer hook: nothing to say
-        if hook.startswith("on_"):
-            return lambda *args, **kwargs: None
-        raise AttributeError(hook)
-
-
 def _kept(tracker) -> str:
     """What the store holds of an interrupted search, and how to continue it."""
     recorded = tracker.recorded() if tracker is not None else ""
@@ -183,7 +164,7 @@ def _run(state: dict, *, replay, proposer, quiet, kwargs) -> None:
     import mlflow
 
     from mlflow_agentic.api import search
-    from mlflow_agentic.progress import RichProgress
+    from mlflow_agentic.progress import RichProgress, RunIdLine
     from mlflow_agentic.tracking import MlflowTracker
 
     if replay:
@@ -232,10 +213,9 @@ def _run(state: dict, *, replay, proposer, quiet, kwargs) -> None:
     elif result.best_candidate is None:
         click.secho(f"nothing verified ({result.why_nothing_verified()}), so nothing was "
                     "registered", fg="yellow")
-    uri = mlflow.get_tracking_uri()
     link = tracker.runs_link() if tracker.parent_run_id else ""
-    if uri.startswith(("http://", "https://")):
+    if link.startswith(("http://", "https://")):  # a tracking server serves its own UI
         click.echo(f"browse it:  {link}")
     else:
-        click.echo(f"browse it:  mlflow ui --backend-store-uri {uri} --port 5000, then open "
-                   f"http://127.0.0.1:5000/{link}")
+        click.echo(f"browse it:  mlflow ui --backend-store-uri {mlflow.get_tracking_uri()} "
+                   f"--port 5000, then open http://127.0.0.1:5000/{link}")

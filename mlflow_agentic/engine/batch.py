@@ -140,16 +140,12 @@ class BatchRunner:
         released = self._release(batch, states, 0, started, on_done)
         if all(s.done for s in states):
             return self._finish(states)
+        # (None, None) from in_order: the deadline passed while folds were still fitting
         for t, future in self.pool.in_order(futures, deadline):
-            if future is None:  # the budget ran out while folds were still fitting
-                if self._cut(states, "time budget spent"):
-                    self.pool.abort([f for s in states for f in s.futures])
-                self._release(batch, states, released, started, on_done)
-                break
-            i, k = tasks[t]
-            state = states[i]
-            if not state.done and not future.cancelled():
-                self._take(state, k, future)
+            if future is not None:
+                state = states[tasks[t][0]]
+                if not state.done and not future.cancelled():
+                    self._take(state, tasks[t][1], future)
             spent = deadline is not None and time.perf_counter() >= deadline
             if spent and self._cut(states, "time budget spent"):
                 # folds still running would delay the refit: stop them all

@@ -221,8 +221,9 @@ class AgenticAutoML:
             n = min(n, s.max_iterations - iterations)
         if s.max_attempts is not None:
             n = min(n, s.max_attempts - len(history))
-        if self._resumed_loop_end() is not None:  # the killed search's loop ended there
-            n = min(n, self._resumed_loop_end() - len(history))
+        ended = self._resumed_loop_end()
+        if ended is not None:  # the killed search's loop ended there
+            n = min(n, ended - len(history))
         if patience_left is not None:  # a batch never runs past the patience
             n = min(n, patience_left)
         candidates: list = []

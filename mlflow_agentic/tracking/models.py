@@ -85,18 +85,30 @@ def log_model(model, dataset, requirements: tuple[str, ...] = (), name: str = "m
         return log_generated_model(model, dataset, requirements, name)
     X = schema_sample(dataset.X)  # raw columns as in the file: the pipeline does the rest
     classes = list(dataset.classes) if dataset.task != "regression" else None
-    # cloudpickle is chosen on purpose (the pickle embeds our two small modules, so serving
-    # needs no package of ours): no warning about it, nor a log line for the example check
-    with _pickle_by_value(), quiet_loggers("mlflow.pyfunc", "mlflow.models.model"), \
-            warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="Hint: Inferred schema contains integer")
-        warnings.filterwarnings("ignore", message=".*type hint.*")
-        signature = serving_signature(
-            infer_signature(X, model.predict(X), params={"output": "label"}), model, dataset)
+    with _logging_a_model():
+        signature = _signature(X, model.predict(X), model, dataset)
         return mlflow.pyfunc.log_model(
             name=name, python_model=serving.ServedModel(model, classes), signature=signature,
             input_example=X.head(5), pip_requirements=pinned_requirements(requirements),
         )
+
+
+@contextlib.contextmanager
+def _logging_a_model():
+    """cloudpickle is chosen on purpose (the pickle embeds our two small modules, so serving
+    needs no package of ours): no warning about it, nor a log line for the example check,
+    nor MLflow's schema hints meant for hand-written models."""
+    with _pickle_by_value(), quiet_loggers("mlflow.pyfunc", "mlflow.models.model"), \
+            warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Hint: Inferred schema contains integer")
+        warnings.filterwarnings("ignore", message=".*type hint.*")
+        yield
+
+
+def _signature(X, predicted, model, dataset):
+    """The serving signature from the raw columns ``X`` and labels ``predicted``."""
+    return serving_signature(infer_signature(X, predicted, params={"output": "label"}), model,
+                             dataset)
 
 
 def log_generated_model(model, dataset, requirements: tuple[str, ...] = (),
@@ -117,19 +129,14 @@ def log_generated_model(model, dataset, requirements: tuple[str, ...] = (),
     example = X.head(5)
     # MLflow copies each artifact with a download progress bar: not for our users
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
-    with tempfile.TemporaryDirectory() as tmp, _pickle_by_value(), \
-            quiet_loggers("mlflow.pyfunc", "mlflow.models.model"), warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="Hint: Inferred schema contains integer")
-        warnings.filterwarnings("ignore", message=".*type hint.*")
+    with tempfile.TemporaryDirectory() as tmp, _logging_a_model():
         folder = Path(tmp)
         (folder / "candidate.py").write_text(model.code)
         (folder / "model.pkl").write_bytes(model.model_bytes)
         (folder / "inputs.pkl").write_bytes(cloudpickle.dumps(model.inputs))
         (folder / "meta.json").write_text(json.dumps({"task": dataset.task, "classes": [
             c.item() if hasattr(c, "item") else c for c in classes or []]}))
-        signature = serving_signature(
-            infer_signature(X, model.predict(example), params={"output": "label"}), model,
-            dataset)
+        signature = _signature(X, model.predict(example), model, dataset)
         return Model.log(
             artifact_path=None, name=name, flavor=_PYFUNC_UNCHECKED,
             python_model=serving.GeneratedCodeModel(classes),
