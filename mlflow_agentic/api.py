@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from mlflow_agentic.data import Dataset
-from mlflow_agentic.engine.settings import SearchSettings
+from mlflow_agentic.engine.settings import SearchSettings, register_policy
 from mlflow_agentic.errors import UserInputError
 from mlflow_agentic.metrics import resolve_metric
 from mlflow_agentic.orchestrator import run_search
@@ -58,7 +58,7 @@ def search(
     keep_flagged_columns: bool = False,
     experiment: str | None = None,
     register_name: str | None = None,
-    register: bool = True,
+    register: bool | str = True,
     diagnostics: bool = True,
     tracking_uri: str | None = None,
     llm=None,
@@ -93,7 +93,10 @@ def search(
     traces, not asked again (``tracking.resume``). ``proposer="code"``: the LLM writes each
     candidate (``code=CodeOptions(...)``), run in a sandbox checked before anything is logged;
     its budget is ``code.max_experiments`` attempts. ``merge_label_variants``: merge target
-    labels that differ only in case or surrounding spaces (refused otherwise).
+    labels that differ only in case or surrounding spaces (refused otherwise). ``register``:
+    ``"better"`` (or True; the default) registers a new version only when the selected model
+    beats the current ``@challenger`` beyond the noise of the same sealed rows;
+    ``"always"`` every search; ``"never"`` (or False) logs the model only.
     """
     code = code or CodeOptions()
     if proposer == "code":  # each attempt is one experiment; code attempts refit in the sandbox
@@ -136,8 +139,9 @@ def search(
             return build_proposer(proposer, seed=seed, trainers=allowed, dataset=dataset,
                                   optuna_storage=optuna_storage, llm=llm, code=code)
 
+    register = register_policy(register)
     check_names(register_name=register_name, experiment=experiment,
-                dataset_name=dataset.name, register=register)
+                dataset_name=dataset.name, register=register != "never")
     sandbox = code.sandbox() if proposer == "code" else None  # fail closed, before logging
     uri = check_store(tracking_uri)  # a store we cannot use is the user's to fix: first
     if tracker is None:

@@ -169,8 +169,10 @@ class RegisteredSearch:
         self.client = mlflow.MlflowClient(tracking_uri=uri, registry_uri=uri)
 
 
-def registered_search(uri: str, dataset, name: str, candidates, seed: int = 0):
-    """Search ``dataset`` with a fixed candidate list and register the best as ``name``."""
+def registered_search(uri: str, dataset, name: str, candidates, seed: int = 0,
+                      register: str = "better"):
+    """Search ``dataset`` with a fixed candidate list and register the best as ``name``
+    (``register``: the registry policy)."""
     from mlflow_agentic import SequenceProposer
     from mlflow_agentic.orchestrator import run_search
     from mlflow_agentic.tracking import MlflowTracker
@@ -178,7 +180,8 @@ def registered_search(uri: str, dataset, name: str, candidates, seed: int = 0):
     previous = mlflow.get_tracking_uri()
     mlflow.set_tracking_uri(uri)
     try:
-        tracker = MlflowTracker(experiment=f"{name}-searches", register_name=name)
+        tracker = MlflowTracker(experiment=f"{name}-searches", register_name=name,
+                                register=register)
         result = run_search(dataset, lambda: SequenceProposer(candidates), max_iterations=5,
                             patience=5, cv=3, random_state=seed, tracker=tracker)
     finally:

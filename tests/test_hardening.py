@@ -445,10 +445,13 @@ def test_a_server_down_past_the_search_leaves_a_journal_that_flush_sends_once(
 def test_two_first_searches_at_once_on_a_fresh_store_both_succeed(tmp_path, frame):
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     csv = write(tmp_path, "churn.csv", frame)
-    procs = [start_search(tmp_path, uri, csv, "--max-iterations", "0", "--trainers", trainer)
+    procs = [start_search(tmp_path, uri, csv, "--max-iterations", "0", "--trainers", trainer,
+                          "--register", "always")  # both versioned: the alias race is the point
              for trainer in ("linear", "random_forest")]
     results = [p.communicate(timeout=240) for p in procs]
-    assert [p.returncode for p in procs] == [0, 0], results
+    for _, err in results:
+        print(err)  # shown whole when the test fails (an assertion message is cut)
+    assert [p.returncode for p in procs] == [0, 0]
     client = mlflow.MlflowClient(tracking_uri=uri, registry_uri=uri)
     versions = client.search_model_versions("name = 'churn-agentic'")
     assert len(versions) == 2

@@ -97,7 +97,7 @@ def test_gate_sequence(gate):
     gate["client"].set_registered_model_alias(NAME, "challenger", worse)
     refused = promote(gate, "--data", gate["data"])
     assert refused.exit_code == 1
-    assert "does not beat the champion" in refused.output
+    assert "not better: roc_auc" in refused.output and "90% interval [" in refused.output
     assert alias(gate, "champion") == "2"  # unchanged
     t = tags(gate, worse)
     assert t["promotion.decision"] == "refused" and t["promotion.champion_version"] == "2"
@@ -106,6 +106,56 @@ def test_gate_sequence(gate):
 
     again = promote(gate, "--from", "champion")
     assert again.exit_code == 1 and "already @champion" in again.output
+
+
+def test_the_registry_and_the_gate_know_noise(tmp_path, churn_frame):
+    """The same search twice registers one version (the second says why not); a challenger
+    within the noise of the champion keeps the champion, with the interval printed; a dry run
+    and --min-improvement say what they would do."""
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    name = "churn-noise"
+    data = Dataset.from_frame(churn_frame, name="churn")
+    first = registered_search(uri, data, name, ["linear"])
+    again = registered_search(uri, data, name, ["linear"])
+    assert again.tracker.model_version is None
+    assert again.tracker.alias_note.startswith(
+        f"not better beyond the noise than {name} version 1 (@challenger)")
+    assert "90% interval [+0.0000, +0.0000]" in again.tracker.alias_note  # the same model
+    client = first.client
+    assert len(client.search_model_versions(f"name = '{name}'")) == 1
+    note = client.get_run(again.tracker.parent_run_id).data.tags["mlflow.note.content"]
+    assert "Not registered: not better beyond the noise" in note
+
+    nearby = registered_search(uri, data, name, [
+        {"trainer": "linear", "params": {"C": 0.5}}], register="always")
+    assert str(nearby.tracker.model_version.version) == "2"
+    gate = {"uri": uri, "client": client}
+    for version, alias_name in (("1", "champion"), ("2", "challenger")):
+        client.set_registered_model_alias(name, alias_name, version)
+
+    def promote_noise(*args):
+        previous = mlflow.get_tracking_uri()
+        try:
+            return CliRunner().invoke(main, ["promote", "--model", name, "--tracking-uri",
+                                             uri, *args], catch_exceptions=False)
+        finally:
+            mlflow.set_tracking_uri(previous)
+
+    tie = promote_noise()
+    assert tie.exit_code == 1, tie.output
+    assert "the champion stays" in tie.output and "90% interval [-" in tie.output
+    assert str(client.get_model_version_by_alias(name, "champion").version) == "1"
+    recorded = client.get_model_version(name, "2").tags
+    assert recorded["promotion.decision"] == "refused"
+    assert recorded["promotion.comparison"].startswith("roc_auc improvement ")
+
+    dry = promote_noise("--min-improvement", "-1", "--dry-run")
+    assert dry.exit_code == 0 and "would promote (dry run, nothing changed)" in dry.output
+    assert str(client.get_model_version_by_alias(name, "champion").version) == "1"
+    loose = promote_noise("--min-improvement", "-1")
+    assert loose.exit_code == 0, loose.output
+    assert str(client.get_model_version_by_alias(name, "champion").version) == "2"
+    del gate
 
 
 @pytest.mark.parametrize("evidence, message", [

@@ -22,7 +22,7 @@ from mlflow_agentic.cli.options import (
     split_options,
 )
 from mlflow_agentic.engine.backends import BACKENDS
-from mlflow_agentic.engine.settings import SELECTION_RULES
+from mlflow_agentic.engine.settings import REGISTER_POLICIES, SELECTION_RULES
 from mlflow_agentic.errors import UserInputError
 from mlflow_agentic.proposers.factory import PROPOSERS, LLMOptions
 
@@ -74,7 +74,14 @@ from mlflow_agentic.proposers.factory import PROPOSERS, LLMOptions
                    "r2 (default: by task).")
 @click.option("--register-name", callback=blank_to_none,
               help="Registered model name (default: <data file stem>-agentic).")
-@click.option("--no-register", is_flag=True, help="Log the best model but do not register it.")
+@click.option("--register", "register_policy", type=click.Choice(REGISTER_POLICIES),
+              default="better", show_default=True,
+              help="better: a new registry version only when the selected model beats the "
+                   "current @challenger beyond the noise of the same sealed rows (a paired "
+                   "bootstrap; else the model stays logged on its run and the reason is "
+                   "printed); always: every search registers a version; never: log only.")
+@click.option("--no-register", is_flag=True,
+              help="Log the best model but do not register it (= --register never).")
 @click.option("--no-diagnostics", is_flag=True,
               help="Skip the selected model's holdout diagnostics (MLflow's evaluator plots, "
                    "holdout predictions, permutation importance; ~10 s on churn).")
@@ -114,7 +121,7 @@ from mlflow_agentic.proposers.factory import PROPOSERS, LLMOptions
 @click.option("--quiet", is_flag=True, help="No progress display; print the summary only.")
 def run_command(data, target, proposer, trainers, max_iterations, patience, time_budget, n_jobs,
                 backend, scheduler, ray_address, no_ensemble, no_prune, selection, cv, metric,
-                register_name, no_register,
+                register_name, register_policy, no_register,
                 no_diagnostics, experiment, seed, candidates, optuna_storage, margin,
                 tracking_uri, time_column, group_column, holdout_fraction,
                 post_outcome_columns, cv_scheme, keep_flagged_columns, llm_model, llm_base_url,
@@ -139,7 +146,8 @@ def run_command(data, target, proposer, trainers, max_iterations, patience, time
         margin=margin, selection=selection,
         split=split_from(time_column, group_column, holdout_fraction, post_outcome_columns),
         keep_flagged_columns=keep_flagged_columns, experiment=experiment,
-        register_name=register_name, register=not no_register, tracking_uri=tracking_uri,
+        register_name=register_name,
+        register="never" if no_register else register_policy, tracking_uri=tracking_uri,
         diagnostics=not no_diagnostics,
         llm=llm, code=code_from(**code), candidates=candidates, optuna_storage=optuna_storage,
         encoding=encoding, merge_label_variants=merge_label_variants, resume=resume,
@@ -210,6 +218,8 @@ def _run(state: dict, *, replay, proposer, quiet, kwargs) -> None:
                        "@champion)")
             click.echo(f"serve it:   mlflow models serve -m models:/{mv.name}@champion "
                        "--env-manager local -p 5001")
+    elif outcome.alias_note.startswith("not better"):
+        click.secho(f"not registered: {outcome.alias_note}", fg="yellow")
     elif result.best_candidate is None:
         click.secho(f"nothing verified ({result.why_nothing_verified()}), so nothing was "
                     "registered", fg="yellow")

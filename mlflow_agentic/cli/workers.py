@@ -143,3 +143,5 @@ def _report_finalized(result) -> None:
     if result.model_version is not None:
         mv = result.model_version
         click.echo(f"registered: models:/{mv.name} version {mv.version} ({result.alias_note})")
+    elif result.alias_note:
+        click.echo(f"not registered: {result.alias_note}")

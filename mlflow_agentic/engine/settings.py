@@ -17,6 +17,22 @@ from mlflow_agentic.errors import UserInputError, did_you_mean
 
 SELECTION_RULES = ("best", "one-se")
 """How the selected attempt is chosen (``engine.selection``)."""
+REGISTER_POLICIES = ("better", "always", "never")
+"""``better`` (the default): a new version only when the selected model beats the current
+``@challenger`` beyond the noise of the same sealed rows (or there is nothing like for like to
+compare with); ``always``: every search registers a version; ``never``: log, do not register."""
+
+
+def register_policy(value: bool | str) -> str:
+    """``True``/``False`` (the older spelling) or one of ``REGISTER_POLICIES``."""
+    if value is True:
+        return "better"
+    if value is False or value is None:
+        return "never"
+    if value not in REGISTER_POLICIES:
+        raise UserInputError(f"--register {value!r}: unknown policy. "
+                             f"{did_you_mean(str(value), REGISTER_POLICIES)}")
+    return value
 DEFAULT_MAX_ITERATIONS = 8
 DEFAULT_PATIENCE = 3
 

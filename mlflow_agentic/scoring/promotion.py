@@ -2,7 +2,8 @@
 
 A challenger becomes champion only if its own evidence holds (verified by its search, not
 quarantined, CV-minus-holdout gap within a threshold), it beats the trivial baseline on the
-evaluation data, and it beats the current champion on that same data.
+evaluation data, and it beats the current champion on that same data beyond the noise of its
+rows (a paired bootstrap: ``scoring.paired``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from mlflow_agentic import evidence as ev
 from mlflow_agentic.errors import UserInputError
 from mlflow_agentic.metrics import METRICS
 from mlflow_agentic.scoring.holdout import gap_limit
+from mlflow_agentic.scoring.paired import PairedComparison
 
 DEFAULT_MAX_GAP = 0.05
 """Same threshold as ``self_deceived``: absolute for bounded metrics, relative otherwise."""
@@ -27,6 +29,7 @@ class Decision:
     metric: str = ""
     challenger_score: float = math.nan
     champion_score: float | None = None
+    comparison: PairedComparison | None = None
 
     @property
     def summary(self) -> str:
@@ -67,22 +70,48 @@ def check_max_gap(max_gap: float) -> None:
 
 def decide(tags: Mapping[str, str], *, metric: str, challenger_score: float,
            challenger_beats_baseline: bool, baseline_reason: str,
-           champion_score: float | None, max_gap: float = DEFAULT_MAX_GAP) -> Decision:
+           champion_score: float | None, max_gap: float = DEFAULT_MAX_GAP,
+           comparison: PairedComparison | None = None, min_improvement: float = 0.0,
+           caveat: str = "") -> Decision:
+    """Promote only when the evidence holds, the challenger beats the trivial baseline, and
+    (with a champion) it beats the champion beyond the noise of the evaluation rows: the
+    paired ``comparison``'s pessimistic bound clears ``min_improvement``. A tie keeps the
+    champion."""
+    check_min_improvement(min_improvement)
     reasons = evidence_problems(tags, max_gap)
     if not challenger_beats_baseline:
         reasons.append(f"on the evaluation data it {baseline_reason}")
-    m = METRICS[metric]
-    if champion_score is not None and not m.better(challenger_score, champion_score):
-        cmp = "<=" if m.greater_is_better else ">="
-        reasons.append(f"does not beat the champion on the evaluation data ({metric} "
-                       f"{challenger_score:.4f} {cmp} {champion_score:.4f})")
+    notes = [caveat] if caveat else []
+    if champion_score is not None:
+        versus = f"{metric} {challenger_score:.4f} vs champion {champion_score:.4f}"
+        if comparison is None:
+            if not METRICS[metric].better(challenger_score, champion_score):
+                reasons.append(f"does not beat the champion on the evaluation data ({versus})")
+        elif not comparison.beyond(min_improvement):
+            what = ("a tie within the noise" if comparison.improvement > min_improvement
+                    else "not better")
+            reasons.append(f"{what}: {versus}; {comparison.describe()}; the pessimistic 5% "
+                           f"bound {comparison.lower_bound:+.4f} does not clear the minimum "
+                           f"improvement {min_improvement:+.4f}, so the champion stays")
     if reasons:
-        return Decision(False, reasons, metric, challenger_score, champion_score)
-    why = (f"beats the champion ({metric} {challenger_score:.4f} vs {champion_score:.4f})"
-           if champion_score is not None else
-           f"no current champion; {metric} {challenger_score:.4f} on the evaluation data")
+        return Decision(False, reasons + notes, metric, challenger_score, champion_score,
+                        comparison)
+    if champion_score is None:
+        why = f"no current champion; {metric} {challenger_score:.4f} on the evaluation data"
+    else:
+        why = (f"beats the champion beyond the noise ({metric} {challenger_score:.4f} vs "
+               f"{champion_score:.4f}; "
+               + (comparison.describe() if comparison is not None else "no paired test")
+               + ")")
     return Decision(True, ["evidence holds (verified, not quarantined, gap within "
-                           f"{max_gap:g})", why], metric, challenger_score, champion_score)
+                           f"{max_gap:g})", why] + notes, metric, challenger_score,
+                    champion_score, comparison)
+
+
+def check_min_improvement(value: float) -> None:
+    if not (isinstance(value, (int, float)) and math.isfinite(value)):
+        raise UserInputError(f"--min-improvement {value!r}: expected a finite number in the "
+                             "metric's units, e.g. 0 (better beyond the noise) or 0.005")
 
 
 def _float(value) -> float | None:

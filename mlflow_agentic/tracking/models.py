@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import time
 import types
 import warnings
 from importlib.metadata import PackageNotFoundError, version
@@ -162,14 +163,14 @@ def serving_signature(signature, model, dataset=None):
     plain text) typed ``Any``, because the pipeline coerces them itself: int64, floats with
     missing values and numbers stored as text all pass, whether the caller is a REST request or
     ``pyfunc.predict(pd.read_csv(...))``. Excluded columns (IDs, flagged: never read) and
-    columns the model saw missing in training are optional
-    (the pipeline's ``inputs`` step adds them back as missing); the others are required."""
+    columns the model saw missing in training (for an ensemble: missing for every member) are
+    optional (each pipeline's ``inputs`` step adds them back as missing); the others are
+    required."""
     from mlflow.models import ModelSignature
     from mlflow.types import ColSpec, DataType, Schema
     from mlflow.types.schema import AnyType
 
-    inputs = getattr(model, "named_steps", {}).get("inputs")
-    optional = set(getattr(inputs, "optional_", ()))
+    optional = transforms.optional_inputs(model)
     optional |= set(getattr(dataset, "excluded_columns", {}) or {})  # never read by the model
     columns = getattr(dataset, "columns", {}) or {}
 
@@ -222,15 +223,22 @@ def register(model_uri: str, name: str, tags: dict[str, Any], alias: str = DEFAU
         note = f"@{alias} not moved to version {mv.version}: {below}"
         client.set_model_version_tag(name, mv.version, ev.ALIAS_DECISION, note)
         return mv, note
-    kept = _better_holder(client, name, alias, tags)
-    if kept is not None:
-        version, theirs, ours = kept
-        metric = tags[ev.METRIC]
-        note = (f"@{alias} stays on version {version}: it scores better on the same holdout "
-                f"({metric} {theirs:.4f} vs {ours:.4f} for version {mv.version})")
-        client.set_model_version_tag(name, mv.version, ev.ALIAS_DECISION, note)
-        return mv, note
-    client.set_registered_model_alias(name, alias, mv.version)
+    for attempt in range(3):  # another search may set the alias at the same moment
+        kept = _better_holder(client, name, alias, tags)
+        if kept is not None:
+            version, theirs, ours = kept
+            metric = tags[ev.METRIC]
+            note = (f"@{alias} stays on version {version}: it scores better on the same "
+                    f"holdout ({metric} {theirs:.4f} vs {ours:.4f} for version {mv.version})")
+            client.set_model_version_tag(name, mv.version, ev.ALIAS_DECISION, note)
+            return mv, note
+        try:
+            client.set_registered_model_alias(name, alias, mv.version)
+            break
+        except Exception:  # sqlite: UNIQUE constraint when both inserted the alias row
+            if attempt == 2:
+                raise
+            time.sleep(0.2 * (attempt + 1))
     return mv, f"@{alias} -> version {mv.version}"
 
 

@@ -19,12 +19,19 @@ from mlflow.exceptions import MlflowException
 from mlflow_agentic import evidence as ev
 from mlflow_agentic.data.split import frame_digest
 from mlflow_agentic.errors import UserInputError
-from mlflow_agentic.scoring.external import evaluate_predictions
+from mlflow_agentic.scoring.external import ExternalEvaluation, evaluate_predictions
+from mlflow_agentic.scoring.paired import Outputs, paired_bootstrap
 from mlflow_agentic.scoring.promotion import DEFAULT_MAX_GAP, Decision, decide
-from mlflow_agentic.tracking.evaluation import model_outputs
 from mlflow_agentic.tracking.provenance import provenance
+from mlflow_agentic.tracking.versions import version_outputs
 
 HOLDOUT_ARTIFACT = ev.HOLDOUT_ARTIFACT
+
+
+@dataclass(frozen=True)
+class Scored:
+    evaluation: ExternalEvaluation
+    outputs: Outputs
 
 
 @dataclass
@@ -41,7 +48,12 @@ class Promotion:
 
 def promote(model: str, *, from_alias: str = "challenger", to_alias: str = "champion",
             data: str | None = None, max_gap: float = DEFAULT_MAX_GAP,
-            accept_generated_code: bool = False) -> Promotion:
+            min_improvement: float = 0.0, accept_generated_code: bool = False,
+            dry_run: bool = False) -> Promotion:
+    """Move ``to_alias`` to the ``from_alias`` version only if its runs vouch for it and it
+    beats the ``to_alias`` version on the same rows beyond the noise (a paired bootstrap:
+    its pessimistic 5% bound must clear ``min_improvement``); record the decision either
+    way (``dry_run``: decide and change nothing)."""
     client = mlflow.MlflowClient()
     challenger = _version_by_alias(client, model, from_alias, required=True)
     champion = _version_by_alias(client, model, to_alias, required=False)
@@ -53,7 +65,8 @@ def promote(model: str, *, from_alias: str = "challenger", to_alias: str = "cham
                             None if champion is None else str(champion.version),
                             Decision(False, refusal, tags.get(ev.METRIC, "")),
                             "not evaluated", "-", 0, to_alias)
-        _record(client, outcome, math.nan)
+        if not dry_run:
+            _record(client, outcome, math.nan)
         return outcome
     frame_source, path = _evaluation_data(tags, data)
     from mlflow_agentic.data import Dataset
@@ -63,26 +76,47 @@ def promote(model: str, *, from_alias: str = "challenger", to_alias: str = "cham
     model_type = "regressor" if task == "regression" else "classifier"
     metric = tags.get(ev.METRIC) or None
     mine = _score(model, challenger, dataset, model_type, metric)
-    metric = mine.metric
+    metric = mine.evaluation.metric
     if champion is not None and champion.version == challenger.version:
         decision = Decision(False, [f"version {challenger.version} is already @{to_alias}"],
-                            metric, mine.score, mine.score)
+                            metric, mine.evaluation.score, mine.evaluation.score)
     else:
-        theirs = (None if champion is None else
-                  _score(model, champion, dataset, model_type, metric).score)
-        decision = decide(tags, metric=metric, challenger_score=mine.score,
-                          challenger_beats_baseline=mine.verdict.valid,
-                          baseline_reason=mine.verdict.reason, champion_score=theirs,
-                          max_gap=max_gap)
+        theirs = None if champion is None else _score(model, champion, dataset, model_type,
+                                                       metric)
+        comparison = None if theirs is None else paired_bootstrap(
+            metric, dataset.y, mine.outputs, theirs.outputs)
+        decision = decide(tags, metric=metric, challenger_score=mine.evaluation.score,
+                          challenger_beats_baseline=mine.evaluation.verdict.valid,
+                          baseline_reason=mine.evaluation.verdict.reason,
+                          champion_score=None if theirs is None else theirs.evaluation.score,
+                          max_gap=max_gap, comparison=comparison,
+                          min_improvement=min_improvement,
+                          caveat=_unlike(tags, champion, frame_source))
     outcome = Promotion(model, str(challenger.version),
                         None if champion is None else str(champion.version), decision,
                         frame_source, frame_digest(dataset.frame), dataset.n_rows, to_alias)
-    _record(client, outcome, mine.baseline)
+    if dry_run:
+        return outcome
+    _record(client, outcome, mine.evaluation.baseline)
     if decision.promoted:
         if tags.get(ev.GENERATED_CODE) == "true":
             _record_acceptance(client, model, challenger.version)
         client.set_registered_model_alias(model, to_alias, challenger.version)
     return outcome
+
+
+def _unlike(tags: dict, champion, data: str) -> str:
+    """Why champion and challenger are not compared like for like ('' when they are): the
+    champion's search sealed other rows, so it may have trained on some of these."""
+    if champion is None or not data.startswith("holdout of"):
+        return ""
+    theirs = champion.tags.get(ev.HOLDOUT_DIGEST)
+    ours = tags.get(ev.HOLDOUT_DIGEST)
+    if theirs and ours and theirs == ours:
+        return ""
+    return (f"not like for like: the champion (version {champion.version}) was sealed on other "
+            f"rows (holdout digest {theirs or 'unknown'} vs {ours or 'unknown'}), so it may "
+            "have trained on some of these rows; pass --data with rows neither saw")
 
 
 def _untrusted(origin, evidence: dict, accept_generated_code: bool, version) -> list[str]:
@@ -112,7 +146,10 @@ def _record_acceptance(client, model: str, version) -> None:
 
 
 def _version_by_alias(client, model: str, alias: str, *, required: bool):
+    """The version an alias points at (or, for a number, that version)."""
     try:
+        if alias.isdigit():
+            return client.get_model_version(model, alias)
         return client.get_model_version_by_alias(model, alias)
     except MlflowException as exc:
         if not required:
@@ -144,55 +181,13 @@ def _evaluation_data(tags: dict, data: str | None) -> tuple[str, str]:
     return f"holdout of search run {run_id}", path
 
 
-def _score(model: str, mv, dataset, model_type: str, metric: str | None):
-    """Version ``mv`` judged on ``dataset``: it gets the columns its signature names. A
-    code-mode version predicts in the sandbox (its code never runs here)."""
-    version = mv.version
-    if mv.tags.get(ev.GENERATED_CODE) == "true":
-        return _score_generated(model, version, dataset, model_type, metric)
-    loaded = mlflow.pyfunc.load_model(f"models:/{model}/{version}")
-    schema = loaded.metadata.get_input_schema()
-    X = dataset.X
-    if schema is not None and schema.has_input_names():
-        wanted = [c for c in schema.input_names() if c in X.columns]
-        X = X[wanted]
-    try:
-        y_pred, proba, classes = model_outputs(loaded, X, model_type)
-    except Exception as exc:
-        raise UserInputError(f"version {version} of {model!r} cannot score the evaluation "
-                             f"data: {type(exc).__name__}: {exc}") from exc
-    return evaluate_predictions(X, dataset.y, model_type=model_type, y_pred=y_pred,
-                                proba=proba, classes=classes, metric=metric)
-
-
-def _score_generated(model: str, version, dataset, model_type: str, metric: str | None):
-    """A code-mode version's artifacts (code, the pipeline's pickle as bytes, the engine's
-    input step), predicting ``dataset`` in a fresh sandbox container."""
-    import json
-    from pathlib import Path
-
-    import cloudpickle
-
-    from mlflow_agentic.sandbox import make_sandbox
-    from mlflow_agentic.sandbox.model import SandboxedModel
-
-    folder = Path(mlflow.artifacts.download_artifacts(f"models:/{model}/{version}")) / "artifacts"
-    meta = json.loads((folder / "meta.json").read_text())
-    inputs = cloudpickle.loads((folder / "inputs.pkl").read_bytes())  # the engine's own step
-    sandboxed = SandboxedModel(make_sandbox(), (folder / "candidate.py").read_text(),
-                               (folder / "model.pkl").read_bytes(), inputs, meta["task"],
-                               tuple(meta["classes"]))
-    X = dataset.X
-    try:
-        if model_type == "classifier":
-            y_pred, proba, classes = None, sandboxed.predict_proba(X), sandboxed.classes
-        else:
-            y_pred, proba, classes = sandboxed.predict(X), None, ()
-    except Exception as exc:
-        raise UserInputError(f"version {version} of {model!r} cannot score the evaluation "
-                             f"data in the sandbox: {type(exc).__name__}: {exc}") from exc
-    return evaluate_predictions(X, dataset.y, model_type=model_type, y_pred=y_pred,
-                                proba=proba, classes=classes, metric=metric)
+def _score(model: str, mv, dataset, model_type: str, metric: str | None) -> Scored:
+    """Version ``mv`` judged on ``dataset``, with its predictions for the paired comparison."""
+    outputs = version_outputs(model, mv, dataset.X, model_type)
+    evaluation = evaluate_predictions(dataset.X, dataset.y, model_type=model_type,
+                                      y_pred=outputs.y_pred, proba=outputs.proba,
+                                      classes=outputs.classes, metric=metric)
+    return Scored(evaluation, outputs)
 
 
 def _record(client, outcome: Promotion, baseline: float) -> None:
@@ -206,6 +201,7 @@ def _record(client, outcome: Promotion, baseline: float) -> None:
                                          else f"{d.champion_score:.6f}"),
             "promotion.champion_version": outcome.champion_version or "none",
             "promotion.baseline_score": f"{baseline:.6f}",
+            "promotion.comparison": "none" if d.comparison is None else d.comparison.describe(),
             "promotion.data": outcome.data,
             "promotion.data_digest": outcome.data_digest,
             "promotion.data_rows": str(outcome.data_rows),

@@ -1,0 +1,97 @@
+"""Is one model better than another beyond the noise of the rows they are judged on?
+
+Both models predict the same rows; a paired bootstrap resamples those rows (the same resample
+for both) and recomputes the metric difference each time. The rows are the only source of noise
+it knows: it says how much the comparison could move had other rows been sealed. No MLflow here.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from mlflow_agentic.metrics import METRICS
+
+RESAMPLES = 1000
+CONFIDENCE = 0.95
+"""One-sided: 'better beyond noise' means the improvement's lower 5% bound is above the
+minimum improvement (a one-sided test at 5%)."""
+
+
+@dataclass(frozen=True)
+class Outputs:
+    """A model's predictions on the evaluation rows: labels, probabilities in ``classes`` order
+    (classifiers), or values (regressors)."""
+
+    y_pred: np.ndarray | None
+    proba: np.ndarray | None
+    classes: tuple = ()
+
+    def labels(self) -> np.ndarray | None:
+        if self.y_pred is not None or self.proba is None:
+            return self.y_pred
+        return np.asarray(self.classes, dtype=object)[np.argmax(self.proba, axis=1)]
+
+    def take(self, rows: np.ndarray) -> Outputs:
+        labels = self.labels()
+        return Outputs(None if labels is None else np.asarray(labels)[rows],
+                       None if self.proba is None else np.asarray(self.proba)[rows], self.classes)
+
+
+@dataclass(frozen=True)
+class PairedComparison:
+    """The challenger's improvement over the incumbent (positive = better, in the metric's own
+    units, whatever its direction), with its one-sided lower bound and a two-sided interval."""
+
+    metric: str
+    improvement: float
+    lower_bound: float
+    interval: tuple[float, float]
+    n_rows: int
+    resamples: int
+
+    def beyond(self, min_improvement: float = 0.0) -> bool:
+        """Better beyond the noise: even the pessimistic end of the bootstrap clears
+        ``min_improvement``."""
+        return math.isfinite(self.lower_bound) and self.lower_bound > min_improvement
+
+    def describe(self) -> str:
+        low, high = self.interval
+        return (f"{self.metric} improvement {self.improvement:+.4f}, 90% interval "
+                f"[{low:+.4f}, {high:+.4f}] ({self.resamples} paired resamples of "
+                f"{self.n_rows} rows)")
+
+
+def paired_bootstrap(metric: str, y_true, ours: Outputs, theirs: Outputs, *,
+                     resamples: int = RESAMPLES, seed: int = 0) -> PairedComparison:
+    """Compare ``ours`` with ``theirs`` on the rows of ``y_true`` (seeded: the same inputs give
+    the same interval). Resamples on which the metric is undefined (one class only) are
+    skipped."""
+    m = METRICS[metric]
+    y = np.asarray(y_true)
+    sign = 1.0 if m.greater_is_better else -1.0
+
+    def difference(rows: np.ndarray) -> float:
+        a, b = ours.take(rows), theirs.take(rows)
+        return sign * (m.score(y[rows], a.y_pred, a.proba, a.classes)
+                       - m.score(y[rows], b.y_pred, b.proba, b.classes))
+
+    everything = np.arange(len(y))
+    observed = difference(everything)
+    rng = np.random.default_rng(seed)
+    draws = []
+    for _ in range(resamples):
+        rows = rng.integers(0, len(y), len(y))
+        try:
+            value = difference(rows)
+        except ValueError:  # e.g. ROC AUC of a resample holding one class
+            continue
+        if math.isfinite(value):
+            draws.append(value)
+    if not draws:
+        return PairedComparison(metric, observed, math.nan, (math.nan, math.nan), len(y), 0)
+    low, high = np.quantile(draws, [1 - CONFIDENCE, CONFIDENCE])
+    return PairedComparison(metric, observed, float(low), (float(low), float(high)), len(y),
+                            len(draws))

@@ -1,0 +1,81 @@
+"""A registered version's predictions on given rows, for the two places that compare versions:
+registration (is the new model better than ``@challenger``?) and the promotion gate (is the
+challenger better than ``@champion``?). A code-mode version predicts in a fresh sandbox
+container: its code never runs here."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import mlflow
+import numpy as np
+import pandas as pd
+
+from mlflow_agentic import evidence as ev
+from mlflow_agentic.errors import UserInputError
+from mlflow_agentic.scoring.paired import Outputs
+from mlflow_agentic.tracking.evaluation import model_outputs
+
+
+def version_outputs(model: str, mv, X: pd.DataFrame, model_type: str) -> Outputs:
+    """Version ``mv`` of ``model`` predicting ``X`` (it gets the columns its signature
+    names)."""
+    try:
+        if mv.tags.get(ev.GENERATED_CODE) == "true":
+            return _generated_outputs(model, mv.version, X, model_type)
+        loaded = mlflow.pyfunc.load_model(f"models:/{model}/{mv.version}")
+        schema = loaded.metadata.get_input_schema()
+        if schema is not None and schema.has_input_names():
+            X = X[[c for c in schema.input_names() if c in X.columns]]
+        return Outputs(*model_outputs(loaded, X, model_type))
+    except UserInputError:
+        raise
+    except Exception as exc:
+        raise UserInputError(f"version {mv.version} of {model!r} cannot score the evaluation "
+                             f"data: {type(exc).__name__}: {exc}") from exc
+
+
+def fitted_outputs(fitted, X: pd.DataFrame, model_type: str) -> Outputs:
+    """A model fitted in this process (or a ``SandboxedModel``) predicting ``X``."""
+    if model_type == "classifier" and hasattr(fitted, "predict_proba"):
+        return Outputs(None, np.asarray(fitted.predict_proba(X)), tuple(fitted.classes_))
+    return Outputs(np.asarray(fitted.predict(X)).ravel(), None, ())
+
+
+def _generated_outputs(model: str, version, X: pd.DataFrame, model_type: str) -> Outputs:
+    """A code-mode version's artifacts (code, the pipeline's pickle as bytes, the engine's
+    input step), predicting in a fresh sandbox container."""
+    import cloudpickle
+
+    from mlflow_agentic.sandbox import make_sandbox
+    from mlflow_agentic.sandbox.model import SandboxedModel
+
+    folder = Path(mlflow.artifacts.download_artifacts(f"models:/{model}/{version}")) / "artifacts"
+    meta = json.loads((folder / "meta.json").read_text())
+    inputs = cloudpickle.loads((folder / "inputs.pkl").read_bytes())  # the engine's own step
+    sandboxed = SandboxedModel(make_sandbox(), (folder / "candidate.py").read_text(),
+                               (folder / "model.pkl").read_bytes(), inputs, meta["task"],
+                               tuple(meta["classes"]))
+    return fitted_outputs(sandboxed, X, model_type)
+
+
+def against_alias(name: str, alias: str, fitted, holdout, metric: str, digest: str):
+    """``(version, comparison)``: the model ``fitted`` against the version ``alias`` points at,
+    paired on the sealed ``holdout`` rows (a ``Dataset``). None when there is nothing like for
+    like to compare with: no such version, or one judged on other rows or by another metric."""
+    from mlflow.exceptions import MlflowException
+
+    from mlflow_agentic.scoring.paired import paired_bootstrap
+
+    try:
+        standing = mlflow.MlflowClient().get_model_version_by_alias(name, alias)
+    except MlflowException:
+        return None
+    if (standing.tags.get(ev.HOLDOUT_DIGEST) != digest
+            or standing.tags.get(ev.METRIC) != metric):
+        return None
+    model_type = "regressor" if holdout.task == "regression" else "classifier"
+    ours = fitted_outputs(fitted, holdout.X, model_type)
+    theirs = version_outputs(name, standing, holdout.X, model_type)
+    return standing, paired_bootstrap(metric, holdout.y, ours, theirs)
