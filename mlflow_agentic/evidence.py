@@ -32,6 +32,17 @@ HOLDOUT_ARTIFACT = "evaluation/holdout.csv"
 """The sealed rows as read (post-outcome columns blanked), logged on the search run."""
 
 
+DECIMALS = 4
+"""Scores a person reads (run metrics, version tags, descriptions) are rounded to this: the
+runs table shows them whole, and the fifth decimal of a CV or holdout score is noise."""
+
+
+def shown(value: float) -> float:
+    """``value`` rounded for people (NaN and infinities unchanged)."""
+    return round(float(value), DECIMALS) if value == value and abs(value) != float("inf") \
+        else float(value)
+
+
 def cv(metric: str) -> str:
     return f"cv_{metric}"
 

@@ -101,7 +101,7 @@ def test_one_metric_name_per_meaning_and_fold_scores_as_steps(story):
     parent, selected = story.parent, story.selected
     assert parent.data.metrics["cv_roc_auc"] == pytest.approx(selected.data.metrics["cv_roc_auc"])
     assert parent.data.metrics["holdout_roc_auc"] == pytest.approx(
-        story.result.holdout.selected.holdout)
+        story.result.holdout.selected.holdout, abs=5e-5)  # rounded for people
     every = [parent, *story.children]
     names = {k for r in every for k in r.data.metrics}
     assert not [n for n in names if re.search(r"fold\d|^best_|^elapsed", n)], names
@@ -111,13 +111,43 @@ def test_one_metric_name_per_meaning_and_fold_scores_as_steps(story):
             continue
         history = story.client.get_metric_history(kid.info.run_id, "cv_roc_auc_fold")
         assert [m.step for m in history] == [1, 2, 3]
-        assert np.mean([m.value for m in history]) == pytest.approx(kid.data.metrics["cv_roc_auc"])
+        assert np.mean([m.value for m in history]) == pytest.approx(
+            kid.data.metrics["cv_roc_auc"], abs=5e-5)  # the folds keep every decimal
     baseline = story.client.get_metric_history(parent.info.run_id, "baseline_roc_auc_fold")
     assert [m.step for m in baseline] == [1, 2, 3]
     # sorting the runs table by the CV column keeps parent and children comparable
     table = story.client.search_runs([parent.info.experiment_id],
                                      order_by=["metrics.cv_roc_auc DESC"])
     assert all("cv_roc_auc" in r.data.metrics for r in table)
+
+
+def test_the_printed_link_opens_this_search_sorted_with_the_columns_of_its_story(story):
+    """The link every search prints opens MLflow's own shared view: this search's attempts,
+    best CV first, with rank, tie, selected, CV, holdout, gap, spread and fit time as the
+    columns, every score rounded to 4 decimals so none is cut."""
+    import json
+
+    parent = story.parent
+    experiment = story.client.get_experiment(parent.info.experiment_id)
+    assert experiment.tags["mlflow.experimentKind"] == "custom_model_development"
+    note = parent.data.tags["mlflow.note.content"]
+    assert f"runs?viewStateShareKey={parent.info.run_id}&workflowType=machine_learning" in note
+    view = json.loads(experiment.tags[f"mlflow.sharedViewState.{parent.info.run_id}"])
+    assert view["orderByKey"] == "metrics.`cv_roc_auc`" and view["orderByAsc"] is False
+    assert view["selectedColumns"][:8] == [
+        "tags.`rank`", "tags.`tie`", "tags.`selected`", "metrics.`cv_roc_auc`",
+        "metrics.`holdout_roc_auc`", "metrics.`gap`", "metrics.`cv_roc_auc_std`",
+        "metrics.`fit_seconds`"]
+    shown = story.client.search_runs([parent.info.experiment_id], view["searchFilter"],
+                                     order_by=["metrics.cv_roc_auc DESC"])
+    assert {r.info.run_id for r in shown} == {k.info.run_id for k in story.children}
+    assert shown[0].data.tags["rank"] == "1"
+    for run in shown:
+        for key in ("cv_roc_auc", "cv_roc_auc_std", "holdout_roc_auc", "gap"):
+            if key in run.data.metrics:
+                value = run.data.metrics[key]
+                assert value == round(value, 4), (key, value)
+        assert run.data.tags.get("tie", "true") == "true"  # short; the detail is described
 
 
 def test_no_empty_params_and_short_run_names(story):
@@ -169,8 +199,11 @@ def test_diagnostics_and_explanations_on_the_selected_run(story):
                  "calibration_curve_plot"):
         assert f"holdout_{plot}.png" in names
     # MLflow's evaluator recomputes the holdout score of the same model: the same number
-    assert sel.data.metrics["holdout_roc_auc"] == pytest.approx(
-        story.result.holdout.selected.holdout, abs=1e-9)
+    history = story.client.get_metric_history(sel.info.run_id, "holdout_roc_auc")
+    assert any(m.value == pytest.approx(story.result.holdout.selected.holdout, abs=1e-9)
+               for m in history)
+    # ... and the value the runs table shows is the evidence, rounded for people
+    assert sel.data.metrics["holdout_roc_auc"] == round(story.result.holdout.selected.holdout, 4)
     assert sel.data.metrics["holdout_example_count"] == hd_rows
     predictions = story.table(sel, "holdout/predictions.json")
     assert len(predictions) == hd_rows

@@ -23,6 +23,7 @@ from mlflow.entities import DatasetInput, InputTag
 from mlflow.tracing.constant import SpanAttributeKey
 from mlflow.utils.mlflow_tags import MLFLOW_DATASET_CONTEXT
 
+from mlflow_agentic import evidence as ev
 from mlflow_agentic.data.split import frame_digest
 from mlflow_agentic.engine.observer import SearchContext, SearchObserver
 from mlflow_agentic.engine.restore import recorded_value
@@ -80,6 +81,9 @@ def _now_ms() -> int:
 
 
 EXPERIMENT_KIND = "mlflow.experimentKind"
+SHARED_VIEW = "mlflow.sharedViewState."
+"""The MLflow UI's shared views: an experiment tag holding the view as JSON, opened by
+``?viewStateShareKey=<key>``."""
 MODEL_TRAINING = "custom_model_development"
 """The experiment tag and value the MLflow UI reads to open the Model training view."""
 
@@ -105,6 +109,7 @@ class AttemptRecorder(RunLifecycle, SearchObserver):
         """Extra tags on the search run (a comparison's id, the arm's seed)."""
         self.say = say or _say
         """Where notes go while the search runs (store retries, stale runs): stderr."""
+        self._view_shared: bool | None = None  # the runs view written as an experiment tag
         self.parent_run_id: str | None = None
         self.child_run_ids: dict[int, str] = {}
         self.client = None
@@ -368,7 +373,8 @@ class AttemptRecorder(RunLifecycle, SearchObserver):
             self._llm_pending = {}  # its (replayed) call's tokens are on its run already
             return  # recorded by the search that ran it
         m = record.metric
-        metrics = {"fit_seconds": record.fit_seconds, "attempt_seconds": record.seconds,
+        metrics = {"fit_seconds": round(record.fit_seconds, 2),
+                   "attempt_seconds": round(record.seconds, 2),
                    "finished_at_search_seconds": record.elapsed}
         steps: dict[str, tuple[float, ...]] = {}
         extra_tags = {}
@@ -378,8 +384,8 @@ class AttemptRecorder(RunLifecycle, SearchObserver):
             if self._llm_trace_ids:
                 extra_tags["llm.trace_id"] = self._llm_trace_ids[-1]
         if not record.failed and record.pruned is None:
-            metrics[f"cv_{m}"] = record.score
-            metrics[f"cv_{m}_std"] = record.score_std
+            metrics[f"cv_{m}"] = ev.shown(record.score)  # the folds keep every decimal
+            metrics[f"cv_{m}_std"] = ev.shown(record.score_std)
             steps[f"cv_{m}_fold"] = record.fold_scores
         params = {"trainer": record.candidate.trainer, **record.params}
         status = record.status
@@ -431,7 +437,8 @@ class AttemptRecorder(RunLifecycle, SearchObserver):
                                     f"its workers", stop_kind="workers")
         best = run.best_attempt
         if best is not None:  # the same names as on the attempt's own run
-            metrics.update({f"cv_{m}": best.score, f"cv_{m}_std": best.score_std})
+            metrics.update({f"cv_{m}": ev.shown(best.score),
+                            f"cv_{m}_std": ev.shown(best.score_std)})
             tags.update({"selected_run_id": self.child_run_ids.get(best.index, ""),
                          "selected_trainer": best.candidate.trainer,
                          "selected_attempt": str(best.index), "selection": run.selection,
@@ -484,7 +491,7 @@ class AttemptRecorder(RunLifecycle, SearchObserver):
             tags = {"rank": str(rank),
                     "selected": str(best is not None and a.index == best.index).lower()}
             if a.index in tied or (tied and a.index == top):
-                tags["tie"] = f"within one standard error ({run.tie_window:.4f}) of the top CV"
+                tags["tie"] = "true"  # the window is in the search run's description
             self.log(run_id, {}, {}, tags)
 
     def end(self, status: str = "FINISHED") -> None:
@@ -566,20 +573,53 @@ class AttemptRecorder(RunLifecycle, SearchObserver):
         return f"{uri.rstrip('/')}/{path}" if uri.startswith(("http://", "https://")) else path
 
     def runs_link(self) -> str:
-        """The experiment's runs table showing this search's attempts, best CV first (the
-        search facets the MLflow UI reads from its URL)."""
+        """The experiment's runs table showing this search's attempts, best CV first, with the
+        columns that tell the story: a view the MLflow UI itself shares (an experiment tag
+        ``mlflow.sharedViewState.<key>`` and ``?viewStateShareKey=<key>``); when that tag
+        cannot be written, the search facets the UI reads from its URL."""
         from urllib.parse import quote, urlencode
 
-        metric = self.context.metric
-        query = urlencode({"searchFilter": f"tags.`mlflow.parentRunId` = '{self.parent_run_id}'",
-                           "orderByKey": f"metrics.`cv_{metric.name}`",
-                           "orderByAsc": str(not metric.greater_is_better).lower(),
-                           # the UI's own switch; a fresh browser otherwise opens GenAI views
-                           "workflowType": "machine_learning"},
-                          quote_via=quote)
+        view = self._view_state()
+        if self._share_view(view):
+            query = urlencode({"viewStateShareKey": self.parent_run_id,
+                               "workflowType": "machine_learning"}, quote_via=quote)
+        else:
+            query = urlencode({key: view[key] for key in ("searchFilter", "orderByKey")}
+                              | {"orderByAsc": str(view["orderByAsc"]).lower(),
+                                 # the UI's own switch; a fresh browser otherwise opens GenAI
+                                 "workflowType": "machine_learning"}, quote_via=quote)
         path = f"#/experiments/{self._experiment_id}/runs?{query}"
         uri = mlflow.get_tracking_uri()
         return f"{uri.rstrip('/')}/{path}" if uri.startswith(("http://", "https://")) else path
+
+    def _view_state(self) -> dict:
+        """The runs table of this search: its attempts, sorted by CV, with rank, selected,
+        tie, CV and its spread, holdout, gap and fit time as columns (and nothing else)."""
+        metric = self.context.metric
+        m = metric.name
+        tags = [f"tags.`{t}`" for t in ("rank", "tie", "selected")]
+        names = (f"cv_{m}", f"holdout_{m}", "gap", f"cv_{m}_std", "fit_seconds")
+        metrics = [f"metrics.`{k}`" for k in names]  # what matters first
+        columns = [*tags, *metrics, "attributes.`Models`"]
+        widths = dict(zip(tags, (56, 48, 76), strict=True)) | {
+            key: max(72, 8 * len(name) + 12) for key, name in zip(metrics, names, strict=True)}
+        return {"searchFilter": f"tags.`mlflow.parentRunId` = '{self.parent_run_id}'",
+                "orderByKey": f"metrics.`cv_{m}`", "orderByAsc": not metric.greater_is_better,
+                "lifecycleFilter": "Active", "datasetsFilter": [], "modelVersionFilter":
+                "All Runs", "startTime": "ALL", "selectedColumns": columns,
+                "columnOrder": columns, "columnWidths": widths, "runsHiddenMode": "SHOW_ALL"}
+
+    def _share_view(self, view: dict) -> bool:
+        """Write this search's view as an experiment tag, once; False if the store refused."""
+        if self._view_shared is None:
+            try:
+                self.client.set_experiment_tag(self._experiment_id,
+                                               f"{SHARED_VIEW}{self.parent_run_id}",
+                                               json.dumps(view))
+                self._view_shared = True
+            except Exception:
+                self._view_shared = False
+        return self._view_shared
 
     def recorded(self) -> str:
         """What the store holds of this search, for messages after a failure."""
@@ -601,9 +641,13 @@ class AttemptRecorder(RunLifecycle, SearchObserver):
         """The MLflow UI opens an experiment without a kind in its GenAI view (traces, an
         empty overview): ours are model training. A kind the user set is kept."""
         experiment = self.client.get_experiment(self._experiment_id)
-        if EXPERIMENT_KIND not in experiment.tags:
-            self.client.set_experiment_tag(self._experiment_id, EXPERIMENT_KIND,
-                                           MODEL_TRAINING)
+        if EXPERIMENT_KIND in experiment.tags:
+            return
+        try:
+            self.client.set_experiment_tag(self._experiment_id, EXPERIMENT_KIND, MODEL_TRAINING)
+        except Exception:  # another search set it between our read and write (sqlite: UNIQUE)
+            if EXPERIMENT_KIND not in self.client.get_experiment(self._experiment_id).tags:
+                raise
 
     def _choose_experiment(self, ds) -> None:
         """``--experiment``, else the one ``mlflow run`` or the environment names (if it exists

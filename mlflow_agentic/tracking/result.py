@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from mlflow_agentic import evidence as ev
+from mlflow_agentic.engine.settings import register_policy
 from mlflow_agentic.engine.types import AttemptRecord, EngineeringRun
 from mlflow_agentic.scoring.holdout import explain_gap
-from mlflow_agentic.tracking import models
+from mlflow_agentic.tracking import models, versions
 from mlflow_agentic.tracking.leaderboard import log_leaderboard
 from mlflow_agentic.trainers.registry import model_requirements
 
@@ -32,7 +33,8 @@ class Registration:
     alias_note: str = ""
 
 
-def record_result(rec, run: EngineeringRun, report=None, holdout=None, *, register: bool = True,
+def record_result(rec, run: EngineeringRun, report=None, holdout=None, *,
+                  register: bool | str = True,
                   register_name: str | None = None, alias: str = models.DEFAULT_ALIAS,
                   log_model: bool = True, deadline: float | None = None,
                   diagnostics: bool = True) -> Registration:
@@ -41,6 +43,8 @@ def record_result(rec, run: EngineeringRun, report=None, holdout=None, *, regist
     from mlflow_agentic.tracking.profile import profile_html
 
     started = time.perf_counter()
+    policy = register_policy(register)
+    register = policy != "never"
     m, best = run.metric, run.best_attempt
     outcome = Registration()
     metrics: dict[str, float] = {}
@@ -59,8 +63,8 @@ def record_result(rec, run: EngineeringRun, report=None, holdout=None, *, regist
         _log_holdout(rec, run, report)
         s = report.selected
         if s is not None and s.error is None:
-            metrics[ev.holdout(m)] = s.holdout
-            metrics[ev.GAP] = s.gap
+            metrics[ev.holdout(m)] = ev.shown(s.holdout)
+            metrics[ev.GAP] = ev.shown(s.gap)
             tags[ev.SELF_DECEIVED] = str(s.self_deceived).lower()
             note.append(f"Selected model on the sealed holdout ({report.n_rows} rows): {m} "
                         f"{s.holdout:.4f}; {explain_gap(m, s.cv, s.gap)}.")
@@ -83,7 +87,14 @@ def record_result(rec, run: EngineeringRun, report=None, holdout=None, *, regist
         else:
             outcome = _log_on_selected(rec, run, report, holdout if diagnostics else None,
                                        deadline)
-        if register and report is not None:
+        standing = (_no_better(rec, run, holdout, report, register_name, alias)
+                    if policy == "better" and earlier is None and report is not None else "")
+        if standing:
+            outcome.alias_note = standing
+            note.append(f"Not registered: {standing}.")
+            tags.update({"registered_model": _name(rec, register_name),
+                         "registered_version": "none (within noise of the registered one)"})
+        elif register and report is not None:
             outcome = _register(rec, run, best, report, outcome, register_name, alias,
                                 earlier)
             version = outcome.model_version
@@ -117,16 +128,45 @@ def _log_on_selected(rec, run: EngineeringRun, report, holdout,
     best, ctx = run.best_attempt, rec.context
     with rec.attempt_run(best.index) as run_id:
         info = rec.call("logging the model", models.log_model, run.model, ctx.dataset,
-                        model_requirements(best))
+                        model_requirements(best), name=_model_name(best))
         rec.call("logging the training dataset", mlflow.log_input, rec.dataset_input,
                  context="training")
         tags = {"model_uri": info.model_uri, "mlflow.note.content": _selected_note(run, report)}
+        metrics = {}
         if holdout is not None:
             tags.update(log_diagnostics(rec, run.model, ctx.dataset, holdout, run.metric,
                                         model_id=info.model_id, seed=ctx.random_state,
                                         deadline=deadline))
-        rec.log(run_id, {}, {}, tags)
+            s = report.selected if report is not None else None
+            if s is not None and s.error is None:  # MLflow's evaluator logs its own, unrounded
+                metrics[ev.holdout(run.metric)] = ev.shown(s.holdout)
+        rec.log(run_id, metrics, {}, tags)
     return Registration(info.model_uri)
+
+
+def _no_better(rec, run: EngineeringRun, holdout, report, register_name: str | None,
+               alias: str) -> str:
+    """Why the selected model earns no new version ('' when it does): it is not better than
+    the version ``alias`` points at beyond the noise of the same sealed rows (a paired
+    bootstrap). A registry that moved on every search would fill with copies of one model."""
+    if holdout is None or report.selected is None or report.selected.error is not None:
+        return ""
+    name = _name(rec, register_name)
+    try:
+        found = rec.call("comparing with the registered model", versions.against_alias, name,
+                         alias, run.model, holdout.dataset, run.metric, report.digest)
+    except Exception as exc:  # no comparison is no reason to withhold the version
+        rec.say(f"could not compare with {name}@{alias} ({type(exc).__name__}: {exc}); "
+                "registering a new version")
+        return ""
+    if found is None:
+        return ""
+    standing, comparison = found
+    if comparison.beyond(0.0):
+        return ""
+    return (f"not better beyond the noise than {name} version {standing.version} (@{alias}) "
+            f"on the same sealed rows: {comparison.describe()}; `--register always` registers "
+            "every search")
 
 
 def _selected_note(run: EngineeringRun, report) -> str:
@@ -138,10 +178,17 @@ def _selected_note(run: EngineeringRun, report) -> str:
     if s is not None and s.error is None:
         lines.append(f"Sealed holdout {m} {s.holdout:.4f}; {explain_gap(m, s.cv, s.gap)}.")
     lines += ["", f"Rationale: {best.candidate.rationale or '-'}", "",
-              "Artifacts: `model` (served with labels, or with `params: {\"output\": "
-              "\"probabilities\"}`), holdout plots and metrics (`holdout_*`), "
-              "`holdout/predictions.json`, `explanations/`."]
+              f"Artifacts: the logged model `{_model_name(best)}` (served with labels, or "
+              "with `params: {\"output\": \"probabilities\"}`), holdout plots and metrics "
+              "(`holdout_*`), `holdout/predictions.json`, `explanations/`."]
     return "\n".join(lines)
+
+
+def _model_name(best: AttemptRecord) -> str:
+    """The logged model is named after what it is (``ensemble``, ``xgboost``; ``generated``
+    for code mode), so the Models tab tells them apart."""
+    trainer = best.candidate.trainer
+    return "generated" if trainer == "code" else trainer.replace("_", "-")
 
 
 def _name(rec, register_name: str | None) -> str:
@@ -154,7 +201,7 @@ def _register(rec, run: EngineeringRun, best: AttemptRecord, report, logged: Reg
     name = _name(rec, register_name)
     m = run.metric
     tags = {
-        ev.METRIC: m, ev.cv(m): f"{run.best_score:.6f}",
+        ev.METRIC: m, ev.cv(m): f"{ev.shown(run.best_score):.4f}",
         ev.baseline(m): f"{run.baseline_score:.6f}",
         ev.VERDICT: best.verdict.reason, ev.TRAINER: best.candidate.trainer,
         ev.RUN_ID: rec.child_run_ids.get(best.index, ""), ev.SEARCH_RUN_ID: rec.parent_run_id,
@@ -166,8 +213,8 @@ def _register(rec, run: EngineeringRun, best: AttemptRecord, report, logged: Reg
         "selection": run.selection,
     }
     if report.selected is not None and report.selected.error is None:
-        tags.update({ev.holdout(m): f"{report.selected.holdout:.6f}",
-                     ev.GAP: f"{report.selected.gap:.6f}",
+        tags.update({ev.holdout(m): f"{ev.shown(report.selected.holdout):.4f}",
+                     ev.GAP: f"{ev.shown(report.selected.gap):.4f}",
                      ev.SELF_DECEIVED: str(report.selected.self_deceived).lower(),
                      ev.HOLDOUT_ROWS: str(report.n_rows), ev.HOLDOUT_DIGEST: report.digest})
     if ctx.briefing is not None:
@@ -176,20 +223,24 @@ def _register(rec, run: EngineeringRun, best: AttemptRecord, report, logged: Reg
         tags[ev.GENERATED_CODE] = "true"
     version, alias_note = rec.call(
         "registering the model", models.register, logged.model_uri, name, tags, alias=alias,
-        description=_version_description(rec, run, report),
+        description=_version_description(rec, run, report, name),
         model_description=_model_description(name, ctx.dataset, m, alias), existing=earlier)
     return Registration(logged.model_uri, version, alias_note)
 
 
-def _version_description(rec, run: EngineeringRun, report) -> str:
+def _version_description(rec, run: EngineeringRun, report, name: str) -> str:
     best, m, ctx = run.best_attempt, run.metric, rec.context
     run_id = rec.child_run_ids.get(best.index, "")
-    lines = [f"**{best.index:02d}-{best.candidate.title}**, selected from {len(run.attempts)} "
+    s = report.selected
+    held = (f"holdout {m} {s.holdout:.4f}, " if s is not None and s.error is None else "")
+    # the first line is what the registry's versions list shows, as plain text
+    lines = [f"{best.candidate.trainer}: {held}CV {best.score:.4f} ± {best.score_std:.4f}, "
+             f"attempt {best.index:02d} of {len(run.attempts)}", "",
+             f"**{best.index:02d}-{best.candidate.title}**, selected from {len(run.attempts)} "
              f"attempts ({len(run.valid_attempts)} verified) by the `{run.selection}` rule, "
              f"proposer `{ctx.proposer_name}`.", "",
              f"- CV {m}: {best.score:.4f} ± {best.score_std:.4f} ({len(best.fold_scores)}-fold "
              f"{ctx.cv_scheme}); trivial baseline {run.baseline_score:.4f}."]
-    s = report.selected
     if s is not None and s.error is None:
         lines.append(f"- Sealed holdout ({report.n_rows} rows, sealed before any proposer "
                      f"existed): {m} {s.holdout:.4f}; {explain_gap(m, s.cv, s.gap)}.")
@@ -200,7 +251,11 @@ def _version_description(rec, run: EngineeringRun, report) -> str:
               f"- Source run: the selected attempt [{run_id}]({rec.run_link(run_id)}); search "
               f"run [{rec.parent_run_id}]({rec.run_link(rec.parent_run_id)}).",
               "- Serving: labels by default; `\"params\": {\"output\": \"probabilities\"}` adds "
-              "one probability column per class."]
+              "one probability column per class.",
+              f"- Promotion: `mlflow-agentic promote --model {name}` moves @champion only when "
+              "this version beats it beyond the noise of the same sealed rows; MLflow's own "
+              "*Promote model* button and hand-set aliases bypass that gate. Check a version "
+              f"first: `mlflow-agentic promote --model {name} --from <version> --dry-run`."]
     if best.candidate.code is not None:
         lines += ["", GENERATED_CODE_WARNING]
     return "\n".join(lines)
@@ -233,7 +288,7 @@ def _log_holdout(rec, run: EngineeringRun, report) -> None:
         if score.error is not None:
             rec.log(run_id, {}, {}, {"holdout_error": score.error})
             continue
-        rec.log(run_id, {ev.holdout(m): score.holdout, ev.GAP: score.gap}, {},
+        rec.log(run_id, {ev.holdout(m): ev.shown(score.holdout), ev.GAP: ev.shown(score.gap)}, {},
                 {ev.SELF_DECEIVED: str(score.self_deceived).lower()})
     with tempfile.TemporaryDirectory() as tmp:
         path = plot_cv_vs_holdout(report, run, Path(tmp) / "cv_vs_holdout.png",
