@@ -149,3 +149,42 @@ def test_served_probabilities_alongside_labels_without_the_id_column(served_cham
     payload["params"] = {"output": "odds"}
     refused = requests.post(f"{served_champion}/invocations", json=payload, timeout=30)
     assert refused.status_code == 400 and "label, probabilities" in refused.json()["message"]
+
+
+def test_an_ensemble_marks_the_columns_its_members_impute_optional(tmp_path, churn_frame):
+    """A WeightedEnsemble winner's signature marks TotalCharges (blank in training) optional,
+    as a single pipeline's does, and the logged model answers a request without it."""
+    import mlflow
+    import numpy as np
+
+    from mlflow_agentic.data import Dataset
+    from mlflow_agentic.tracking.models import log_model
+    from mlflow_agentic.trainers.registry import get_trainer
+    from mlflow_agentic.trainers.transforms import WeightedEnsemble
+
+    frame = churn_frame.head(300).copy()
+    frame["TotalCharges"] = frame["TotalCharges"].astype(object)
+    frame.loc[frame.index[:10], "TotalCharges"] = " "
+    dataset = Dataset.from_frame(frame, name="churn")
+    members = [get_trainer(t).pipeline(dataset).fit(dataset.X, dataset.y)
+               for t in ("linear", "random_forest")]
+    ensemble = WeightedEnsemble(members, [0.5, 0.5], list(dataset.classes))
+    previous = mlflow.get_tracking_uri()
+    mlflow.set_tracking_uri(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    try:
+        mlflow.set_experiment("ensemble-schema")
+        with mlflow.start_run():
+            info = log_model(ensemble, dataset)
+        loaded = mlflow.pyfunc.load_model(info.model_uri)
+    finally:
+        mlflow.set_tracking_uri(previous)
+    schema = info.signature.inputs
+    optional = {c.name for c in schema.inputs if not c.required}
+    assert "TotalCharges" in optional and "customerID" in optional
+    assert "tenure" not in optional  # never missing in training: required
+    rows = dataset.X.head(3).drop(columns=["TotalCharges", "customerID"])
+    assert set(loaded.predict(rows)) <= {"Yes", "No"}
+    assert isinstance(loaded.unwrap_python_model().model, WeightedEnsemble)
+    np.testing.assert_allclose(
+        loaded.unwrap_python_model().model.predict_proba(rows),
+        ensemble.predict_proba(rows))

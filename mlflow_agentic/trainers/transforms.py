@@ -186,6 +186,16 @@ class EncodedLabelClassifier(ClassifierMixin, BaseEstimator):
         return self.estimator_.predict_proba(X)
 
 
+def optional_inputs(model) -> set[str]:
+    """The raw columns a fitted model can do without (its ``InputColumns`` step adds them back
+    as missing): a pipeline's own, and for an ensemble those every member can do without."""
+    members = getattr(model, "estimators", None)
+    if isinstance(model, WeightedEnsemble) and members:
+        return set.intersection(*(optional_inputs(m) for m in members))
+    steps = getattr(model, "named_steps", None) or {}
+    return set(getattr(steps.get("inputs"), "optional_", ()))
+
+
 class WeightedEnsemble(BaseEstimator):
     """A weighted average of fitted pipelines: class probabilities (classification) or
     predictions (regression). Built from an ensemble selection; every member is already fitted.
