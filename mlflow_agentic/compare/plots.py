@@ -51,7 +51,7 @@ def plot_best_so_far(arms: Sequence[Arm], path: Path, *, by: str = "attempt") ->
             if by == "time" and k == 0:
                 label = name
             ax.step(xs, ys, where="post", color=colour, alpha=0.35 if by == "attempt" else 0.8,
-                    lw=1.0, label=label,
+                    lw=1.0, label=label, marker="o", ms=3,  # one attempt is a point, not nothing
                     ls="-" if by == "attempt" else STYLES[order.index(name) % len(STYLES)])
         if by == "attempt":
             longest = max(len(a.curve) for a in group)
@@ -61,6 +61,7 @@ def plot_best_so_far(arms: Sequence[Arm], path: Path, *, by: str = "attempt") ->
                 finite = [v for v in values if math.isfinite(v)]
                 means.append(sum(finite) / len(finite) if finite else math.nan)
             ax.step(range(1, longest + 1), means, where="post", color=colour, lw=2.4,
+                    marker="o", ms=5,
                     ls=STYLES[order.index(name) % len(STYLES)],
                     label=f"{name} (mean of {len(group)} seeds)")
     if by == "attempt":

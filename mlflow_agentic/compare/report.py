@@ -7,7 +7,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from mlflow_agentic.compare.table import Arm, rank, verdict_line
+from mlflow_agentic.compare.table import Arm, caveats, rank, verdict_line
 
 PLOTS = {"best_so_far_by_attempt.png": "Best verified CV so far, by attempt",
          "best_so_far_by_time.png": "Best verified CV so far, by wall time",
@@ -40,7 +40,8 @@ class DatasetReport:
 
     def __post_init__(self) -> None:
         self.ranks = rank(self.summary, self.greater_is_better)
-        self.verdict = verdict_line(self.summary, self.metric, self.greater_is_better)
+        self.verdict = " ".join([verdict_line(self.summary, self.metric,
+                                              self.greater_is_better), *caveats(self.arms)])
         self.grids = [proposer_grid(self.summary, self.metric), arm_grid(self.arms)]
 
 

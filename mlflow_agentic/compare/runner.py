@@ -236,11 +236,17 @@ def _settings(task: SealedTask, splits, trainers, options: CompareOptions) -> di
         "seeds": ", ".join(map(str, options.seeds)) + " (proposer and model seeds; the split "
                  f"seed is {options.split_seed})",
         "trainers": ", ".join(trainers),
-        "excluded columns": ", ".join(brief.excluded) or "none",
+        "excluded columns": _excluded(dataset, brief),
     }
     if options.llm_replay and "llm" in options.proposers:
         settings["llm"] = f"replayed from comparison {options.llm_replay}"
     return settings
+
+
+def _excluded(dataset, brief) -> str:
+    """Every column the arms do not read: IDs and constants, and columns the briefing flagged."""
+    names = list(dict.fromkeys([*dataset.excluded_columns, *brief.excluded]))
+    return ", ".join(names) or "none"
 
 
 def _write_report(report, tracker, output) -> None:

@@ -44,10 +44,14 @@ class Arm:
     """(attempt number, elapsed seconds, best verified CV so far) after each attempt."""
     points: list[tuple[float, float, bool]] = field(default_factory=list)
     """(CV, holdout, selected) for each verified attempt."""
+    proposed: list[str] = field(default_factory=list)
+    """What each attempt tried (trainer and hyperparameters), in order: arms that tried the
+    same things could not differ."""
 
     def row(self) -> dict:
         data = asdict(self)
         data.pop("curve")
+        data.pop("proposed", None)
         data.pop("points")
         return data
 
@@ -79,7 +83,29 @@ def arm_from_search(result, *, proposer: str, seed: int, run_id: str, llm_exchan
         prompt_tokens=sum(e.prompt_tokens for e in llm_exchanges),
         completion_tokens=sum(e.completion_tokens for e in llm_exchanges),
         cost_usd=sum(e.cost_usd for e in llm_exchanges), stop_reason=run.stop_reason,
-        curve=curve, points=points)
+        curve=curve, points=points,
+        proposed=[f"{a.candidate.trainer} {sorted(a.candidate.params.items())}"
+                  for a in run.attempts if a.candidate.trainer != "ensemble"])
+
+
+def caveats(arms: Sequence[Arm]) -> list[str]:
+    """What this comparison cannot tell, said beside its verdict: with one seed there is no
+    spread to judge a lead against; arms that tried the same candidates could not differ."""
+    notes = []
+    seeds = sorted({a.seed for a in arms})
+    proposers = list(dict.fromkeys(a.proposer for a in arms))
+    same = len(proposers) > 1 and all(
+        len({tuple(a.proposed) for a in arms if a.seed == seed}) == 1 for seed in seeds)
+    if same:
+        tried = max((len(a.proposed) for a in arms), default=0)
+        notes.append(f"The proposers could not differ here: with every seed, each tried the same "
+                     f"{tried} candidate(s) (the seed candidates every search starts with), so "
+                     "any difference is noise. Give a budget larger than the seed candidates "
+                     "(e.g. --budget-iterations 20).")
+    if len(seeds) == 1:
+        notes.append("One seed: there is no seed-to-seed spread to judge a lead against; use "
+                     "--seeds 1,2,3 or more before concluding.")
+    return notes
 
 
 def summarize(arms: Sequence[Arm]) -> list[dict]:
