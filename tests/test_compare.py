@@ -288,6 +288,8 @@ def test_arms_that_tried_the_same_candidates_could_not_differ():
     differ = same[:-1] + [arm("sequence", 2, ["linear []", "xgboost []"])]
     assert caveats(differ) == []
     assert caveats([arm("optuna", 1, ["a"]), arm("random", 1, ["b"])])[0].startswith("One seed")
+    two_alike = [arm("optuna", 1, ["a"]), arm("sequence", 1, ["a"]), arm("random", 1, ["b"])]
+    assert caveats(two_alike)[0].startswith("optuna and sequence could not differ here")
 
 
 @pytest.mark.parametrize("args, message", [

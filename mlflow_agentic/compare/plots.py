@@ -68,6 +68,10 @@ def plot_best_so_far(arms: Sequence[Arm], path: Path, *, by: str = "attempt") ->
         from matplotlib.ticker import MaxNLocator
 
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        longest = max((len(a.curve) for a in arms), default=1)
+        ax.set_xlim(0.5, longest + 0.5)
+        if longest <= 12:  # whole attempts only, even for one or two
+            ax.set_xticks(range(1, longest + 1))
     ax.set_xlabel("attempt" if by == "attempt" else "wall time since the search started (s), "
                   "proposal time included")
     ax.set_ylabel(f"best verified CV {metric}")

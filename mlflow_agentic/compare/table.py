@@ -84,7 +84,7 @@ def arm_from_search(result, *, proposer: str, seed: int, run_id: str, llm_exchan
         completion_tokens=sum(e.completion_tokens for e in llm_exchanges),
         cost_usd=sum(e.cost_usd for e in llm_exchanges), stop_reason=run.stop_reason,
         curve=curve, points=points,
-        proposed=[f"{a.candidate.trainer} {sorted(a.candidate.params.items())}"
+        proposed=[f"{a.candidate.trainer} {sorted((k, str(v)) for k, v in a.params.items())}"
                   for a in run.attempts if a.candidate.trainer != "ensemble"])
 
 
@@ -94,13 +94,18 @@ def caveats(arms: Sequence[Arm]) -> list[str]:
     notes = []
     seeds = sorted({a.seed for a in arms})
     proposers = list(dict.fromkeys(a.proposer for a in arms))
-    same = len(proposers) > 1 and all(
-        len({tuple(a.proposed) for a in arms if a.seed == seed}) == 1 for seed in seeds)
-    if same:
-        tried = max((len(a.proposed) for a in arms), default=0)
-        notes.append(f"The proposers could not differ here: with every seed, each tried the same "
-                     f"{tried} candidate(s) (the seed candidates every search starts with), so "
-                     "any difference is noise. Give a budget larger than the seed candidates "
+    tried = {p: tuple(tuple(a.proposed) for s in seeds for a in arms
+                      if a.proposer == p and a.seed == s) for p in proposers}
+    alike: dict[tuple, list[str]] = {}
+    for p in proposers:
+        alike.setdefault(tried[p], []).append(p)
+    for group in (g for g in alike.values() if len(g) > 1):
+        count = max(len(run) for run in tried[group[0]])
+        who = ("The proposers" if len(group) == len(proposers) else
+               " and ".join([", ".join(group[:-1]), group[-1]]))
+        notes.append(f"{who} could not differ here: with every seed they tried the same "
+                     f"{count} candidate(s) (the seed candidates every search starts with), so "
+                     "their difference is noise. Give a budget larger than the seed candidates "
                      "(e.g. --budget-iterations 20).")
     if len(seeds) == 1:
         notes.append("One seed: there is no seed-to-seed spread to judge a lead against; use "
