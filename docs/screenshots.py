@@ -26,9 +26,6 @@ from playwright.sync_api import sync_playwright
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run"]
-COLUMNS = ["cv_roc_auc", "cv_roc_auc_std", "holdout_roc_auc", "gap", "fit_seconds", "rank",
-           "selected", "verdict", "tie"]
-HIDDEN = ["Source", "Dataset"]
 
 
 def pick_columns(page, names, every: bool = False) -> None:
@@ -51,24 +48,22 @@ def main(ui: str, out: Path, store: str = "sqlite:///mlflow.db") -> None:
     out.mkdir(parents=True, exist_ok=True)
     client = mlflow.MlflowClient(store, registry_uri=store)
     exp = client.get_experiment_by_name("churn-agentic")
-    parent = client.search_runs([exp.experiment_id], "tags.`agentic.role` = 'search'",
-                                order_by=["attributes.start_time DESC"], max_results=1)[0]
+    parent = client.search_runs([exp.experiment_id], "tags.`agentic.role` = 'search' and "
+                                "tags.`registered_version` != 'none'",
+                                order_by=["attributes.start_time ASC"], max_results=1)[0]
     selected = parent.data.tags["selected_run_id"]
     version = parent.data.tags["registered_version"]
     name = parent.data.tags["registered_model"]
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        page = browser.new_page(viewport={"width": 1900, "height": 900})
-        page.goto(f"{ui}/#/experiments/{exp.experiment_id}/runs?orderByKey=metrics.%60cv_roc_auc"
-                  "%60&orderByAsc=false")
-        time.sleep(5)
-        if page.get_by_role("button", name="Close").count():
-            page.get_by_role("button", name="Close").first.click()  # the assistant panel
-        pick_columns(page, COLUMNS)
-        pick_columns(page, HIDDEN)  # unticked: the attribute columns we do not need here
-        # sorted by a metric the table is flat: the search run sits beside its attempts,
-        # comparable because both use the same names (cv_roc_auc, holdout_roc_auc, gap)
-        page.screenshot(path=str(out / "runs_table.png"))
+        page = browser.new_page(viewport={"width": 1920, "height": 1080})
+        # the link the search printed (also in its description), opened with no click: the
+        # view it names sorts and picks the columns, not this script
+        link = re.search(r"\(([^)]*viewStateShareKey=[^)]*)\)",
+                         parent.data.tags["mlflow.note.content"]).group(1)
+        page.goto(f"{ui}/{link}")
+        time.sleep(6)
+        page.screenshot(path=str(out / "search_link.png"))
         runs = f"{ui}/#/experiments/{exp.experiment_id}/runs"
         page_shot(page, f"{runs}/{selected}", out / "selected_attempt.png")
         page_shot(page, f"{runs}/{selected}/artifacts", out / "selected_attempt_roc.png",
@@ -80,6 +75,7 @@ def main(ui: str, out: Path, store: str = "sqlite:///mlflow.db") -> None:
         browser.close()
 
 
+HIDDEN = ["Source", "Dataset"]
 CODE_COLUMNS = ["cv_roc_auc", "verdict", "sandbox", "sandbox.memory", "sandbox.cpus",
                 "sandbox.timeout", "critic"]
 
@@ -88,15 +84,16 @@ def code_shots(ui: str, out: Path, store: str = "sqlite:///mlflow.db") -> None:
     """Code mode: the attempts, one attempt's sandbox tags and candidate.py, the traces."""
     client = mlflow.MlflowClient(store, registry_uri=store)
     exp = client.get_experiment_by_name("churn-agentic")
-    parent = client.search_runs([exp.experiment_id], "tags.`agentic.role` = 'search'",
-                                order_by=["attributes.start_time DESC"], max_results=1)[0]
+    parent = client.search_runs([exp.experiment_id], "tags.`agentic.role` = 'search' and "
+                                "tags.`registered_version` != 'none'",
+                                order_by=["attributes.start_time ASC"], max_results=1)[0]
     children = client.search_runs(
         [exp.experiment_id], f"tags.`mlflow.parentRunId` = '{parent.info.run_id}'")
     feature = next(c for c in children if "per month" in (c.info.run_name or ""))
     runs = f"{ui}/#/experiments/{exp.experiment_id}/runs"
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        page = browser.new_page(viewport={"width": 1900, "height": 900})
+        page = browser.new_page(viewport={"width": 1920, "height": 1080})
         page.goto(f"{runs}?orderByKey=metrics.%60cv_roc_auc%60&orderByAsc=false")  # flat
         time.sleep(5)
         if page.get_by_role("button", name="Close").count():

@@ -10,8 +10,12 @@ from pathlib import Path
 
 import mlflow
 
+from mlflow_agentic import evidence as ev
+
 TAG_ID = "agentic.comparison_id"
 TAG_SEED = "agentic.seed"
+SCORES = ("best_cv", "holdout", "gap")
+"""Rounded to 4 decimals like every score people read; counts and seconds to 2."""
 
 
 class ComparisonTracker:
@@ -40,6 +44,7 @@ class ComparisonTracker:
     def start(self, name: str, tags: dict[str, str], params: dict[str, object]) -> str:
         """Start a comparison run; under ``mlflow run`` the outermost one is the project's."""
         from mlflow_agentic.tracking import context
+        from mlflow_agentic.tracking.recorder import mark_model_training
 
         self.configure()
         self._tokens.append(context.begin(comparison_id=tags.get(TAG_ID, "")))
@@ -49,6 +54,7 @@ class ComparisonTracker:
         mlflow.log_params({(k if given.get(k, str(v)) == str(v) else f"resolved.{k}"): v
                            for k, v in params.items()})
         mlflow.set_tags({"mlflow.runName": name, **context.search_tags(), **tags})
+        mark_model_training(client, run.info.experiment_id)
         return run.info.run_id
 
     def log_dataset_report(self, report, directory: Path, note: str) -> None:
@@ -67,7 +73,8 @@ class ComparisonTracker:
                               ("first_verified_seconds", "first_verified_seconds"),
                               ("cost_usd", "cost_usd")):
                 if _finite(row[key]):
-                    metrics[f"{p}.{name}"] = row[key]
+                    metrics[f"{p}.{name}"] = (ev.shown(row[key]) if key in SCORES
+                                              else round(row[key], 2))
             metrics[f"{p}.tokens"] = row["prompt_tokens"] + row["completion_tokens"]
         for p, r in report.ranks.items():
             metrics[f"{p}.rank"] = r

@@ -638,16 +638,7 @@ class AttemptRecorder(RunLifecycle, SearchObserver):
 
     # ---- helpers ----------------------------------------------------------------------------
     def _mark_model_training(self) -> None:
-        """The MLflow UI opens an experiment without a kind in its GenAI view (traces, an
-        empty overview): ours are model training. A kind the user set is kept."""
-        experiment = self.client.get_experiment(self._experiment_id)
-        if EXPERIMENT_KIND in experiment.tags:
-            return
-        try:
-            self.client.set_experiment_tag(self._experiment_id, EXPERIMENT_KIND, MODEL_TRAINING)
-        except Exception:  # another search set it between our read and write (sqlite: UNIQUE)
-            if EXPERIMENT_KIND not in self.client.get_experiment(self._experiment_id).tags:
-                raise
+        mark_model_training(self.client, self._experiment_id)
 
     def _choose_experiment(self, ds) -> None:
         """``--experiment``, else the one ``mlflow run`` or the environment names (if it exists
@@ -680,3 +671,15 @@ class AttemptRecorder(RunLifecycle, SearchObserver):
             steps: dict | None = None) -> None:
         """One batch (``journal.log_batch``), retried while the store does not answer."""
         log_batch(self.client, run_id, metrics, params, tags, steps)
+
+
+def mark_model_training(client, experiment_id: str) -> None:
+    """The MLflow UI opens an experiment without a kind in its GenAI view (traces, an empty
+    overview, "Evaluation runs"): ours are model training. A kind the user set is kept."""
+    if EXPERIMENT_KIND in client.get_experiment(experiment_id).tags:
+        return
+    try:
+        client.set_experiment_tag(experiment_id, EXPERIMENT_KIND, MODEL_TRAINING)
+    except Exception:  # another search set it between our read and write (sqlite: UNIQUE)
+        if EXPERIMENT_KIND not in client.get_experiment(experiment_id).tags:
+            raise

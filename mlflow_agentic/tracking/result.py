@@ -252,7 +252,7 @@ def _version_description(rec, run: EngineeringRun, report, name: str) -> str:
               f"run [{rec.parent_run_id}]({rec.run_link(rec.parent_run_id)}).",
               "- Serving: labels by default; `\"params\": {\"output\": \"probabilities\"}` adds "
               "one probability column per class.",
-              f"- Promotion: `mlflow-agentic promote --model {name}` moves @champion only when "
+              f"- Promotion: `mlflow-agentic promote --model {name}` moves `@champion` only when "
               "this version beats it beyond the noise of the same sealed rows; MLflow's own "
               "*Promote model* button and hand-set aliases bypass that gate. Check a version "
               f"first: `mlflow-agentic promote --model {name} --from <version> --dry-run`."]
@@ -273,8 +273,10 @@ def _model_description(name: str, dataset, metric: str, alias: str) -> str:
             f"mlflow-agentic. Each version's description holds its evidence: CV {metric}, the "
             "score on a holdout sealed before the search, and the gap between them (CV minus "
             "holdout in the better direction; positive means CV flattered the model). "
-            f"`@{alias}` points at the version that scores best on the same holdout; promote "
-            f"with `mlflow-agentic promote --model {name}`.")
+            f"A search adds a version only when it beats `@{alias}` beyond the noise of the "
+            f"same sealed rows (`--register always`: every search), and `@{alias}` points at "
+            f"the best on the same holdout; promote with `mlflow-agentic promote --model {name}`"
+            ", a gate that knows noise too.")
 
 
 def _log_holdout(rec, run: EngineeringRun, report) -> None:
