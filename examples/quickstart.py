@@ -30,4 +30,6 @@ for attempt in result.run.leaderboard()[:5]:
 if result.model_version is not None:
     print(f"registered: models:/{result.model_version.name} version "
           f"{result.model_version.version} ({result.alias_note})")
+else:  # not better than the registered @challenger beyond the noise: no new version
+    print(f"not registered: {result.alias_note}")
 print(f"search run: {result.run_id}")

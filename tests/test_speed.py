@@ -257,7 +257,7 @@ def test_attempt_holdout_is_the_mean_of_its_fold_models(honest_fast_search, chur
     expected = roc_auc_score(holdout.y == "Yes", np.mean(probas, axis=0)[:, 1])
     client = mlflow.MlflowClient(uri)
     logged = client.get_run(tracker.child_run_ids[attempt.index]).data.metrics
-    assert logged["holdout_roc_auc"] == pytest.approx(expected, abs=1e-9)
+    assert logged["holdout_roc_auc"] == round(expected, 4)  # the runs table rounds for people
 
 
 def test_registered_model_holdout_comes_from_that_model(honest_fast_search, churn_small):
@@ -273,7 +273,7 @@ def test_registered_model_holdout_comes_from_that_model(honest_fast_search, chur
         mlflow.set_tracking_uri(None)
     expected = roc_auc_score(holdout.y == "Yes", model.predict_proba(holdout.X)[:, 1])
     parent = mlflow.MlflowClient(uri).get_run(tracker.parent_run_id).data.metrics
-    assert parent["holdout_roc_auc"] == pytest.approx(expected, abs=1e-9)
+    assert parent["holdout_roc_auc"] == round(expected, 4)  # the evidence, rounded for people
     assert result.holdout.selected.holdout == pytest.approx(expected, abs=1e-9)
 
 
