@@ -188,3 +188,17 @@ def registered_search(uri: str, dataset, name: str, candidates, seed: int = 0,
         mlflow.set_tracking_uri(previous)
     return RegisteredSearch(uri, result, tracker, name)
 
+
+def promote_cli(uri: str, model: str, *args: str):
+    """``mlflow-agentic promote --model MODEL ARGS`` through click against the store ``uri``;
+    the process-wide tracking URI the command sets is put back afterwards."""
+    from click.testing import CliRunner
+
+    from mlflow_agentic.cli import main
+
+    previous = mlflow.get_tracking_uri()
+    try:
+        return CliRunner().invoke(main, ["promote", "--model", model, "--tracking-uri", uri,
+                                         *args], catch_exceptions=False)
+    finally:
+        mlflow.set_tracking_uri(previous)

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from mlflow_agentic.cli import main
 from mlflow_agentic.data import Dataset
-from tests.conftest import CHURN, registered_search
+from tests.conftest import CHURN, promote_cli, registered_search
 
 NAME = "churn-gate"
 
@@ -38,12 +38,7 @@ def gate(tmp_path_factory, churn_frame):
 
 
 def promote(gate, *args):
-    previous = mlflow.get_tracking_uri()
-    try:
-        return CliRunner().invoke(main, ["promote", "--model", NAME, "--tracking-uri",
-                                         gate["uri"], *args], catch_exceptions=False)
-    finally:
-        mlflow.set_tracking_uri(previous)
+    return promote_cli(gate["uri"], NAME, *args)
 
 
 def alias(gate, name):
@@ -129,19 +124,10 @@ def test_the_registry_and_the_gate_know_noise(tmp_path, churn_frame):
     nearby = registered_search(uri, data, name, [
         {"trainer": "linear", "params": {"C": 0.5}}], register="always")
     assert str(nearby.tracker.model_version.version) == "2"
-    gate = {"uri": uri, "client": client}
     for version, alias_name in (("1", "champion"), ("2", "challenger")):
         client.set_registered_model_alias(name, alias_name, version)
 
-    def promote_noise(*args):
-        previous = mlflow.get_tracking_uri()
-        try:
-            return CliRunner().invoke(main, ["promote", "--model", name, "--tracking-uri",
-                                             uri, *args], catch_exceptions=False)
-        finally:
-            mlflow.set_tracking_uri(previous)
-
-    tie = promote_noise()
+    tie = promote_cli(uri, name)
     assert tie.exit_code == 1, tie.output
     assert "the champion stays" in tie.output and "90% interval [-" in tie.output
     assert str(client.get_model_version_by_alias(name, "champion").version) == "1"
@@ -149,13 +135,12 @@ def test_the_registry_and_the_gate_know_noise(tmp_path, churn_frame):
     assert recorded["promotion.decision"] == "refused"
     assert recorded["promotion.comparison"].startswith("roc_auc improvement ")
 
-    dry = promote_noise("--min-improvement", "-1", "--dry-run")
+    dry = promote_cli(uri, name, "--min-improvement", "-1", "--dry-run")
     assert dry.exit_code == 0 and "would promote (dry run, nothing changed)" in dry.output
     assert str(client.get_model_version_by_alias(name, "champion").version) == "1"
-    loose = promote_noise("--min-improvement", "-1")
+    loose = promote_cli(uri, name, "--min-improvement", "-1")
     assert loose.exit_code == 0, loose.output
     assert str(client.get_model_version_by_alias(name, "champion").version) == "2"
-    del gate
 
 
 @pytest.mark.parametrize("evidence, message", [

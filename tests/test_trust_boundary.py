@@ -19,12 +19,11 @@ from pathlib import Path
 
 import mlflow
 import pytest
-from click.testing import CliRunner
 
 from mlflow_agentic.api import search
-from mlflow_agentic.cli import main
 from mlflow_agentic.proposers.factory import CodeOptions, LLMOptions
 from mlflow_agentic.sandbox import Limits
+from tests.conftest import promote_cli
 from tests.fakes.code_team import PLAIN, CodeTeam, section
 from tests.fakes.openai_server import ScriptedOpenAI
 from tests.test_sandbox import FORGE_AT_EXIT
@@ -146,12 +145,7 @@ def test_the_version_says_it_runs_generated_code_and_promotion_needs_consent(hos
     assert "Loading this model runs LLM-written code" in version.description
 
     def promote(*args):
-        previous = mlflow.get_tracking_uri()
-        try:
-            return CliRunner().invoke(main, ["promote", "--model", NAME, "--tracking-uri",
-                                             uri, *args], catch_exceptions=False)
-        finally:
-            mlflow.set_tracking_uri(previous)
+        return promote_cli(uri, NAME, *args)
 
     refused = promote()
     assert refused.exit_code == 1, refused.output

@@ -218,7 +218,7 @@ def _run(state: dict, *, replay, proposer, quiet, kwargs) -> None:
                        "@champion)")
             click.echo(f"serve it:   mlflow models serve -m models:/{mv.name}@champion "
                        "--env-manager local -p 5001")
-    elif outcome.alias_note.startswith("not better"):
+    elif outcome.alias_note:  # a note without a version: why none was registered
         click.secho(f"not registered: {outcome.alias_note}", fg="yellow")
     elif result.best_candidate is None:
         click.secho(f"nothing verified ({result.why_nothing_verified()}), so nothing was "

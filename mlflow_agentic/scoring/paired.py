@@ -29,28 +29,37 @@ class Outputs:
     proba: np.ndarray | None
     classes: tuple = ()
 
-    def labels(self) -> np.ndarray | None:
-        if self.y_pred is not None or self.proba is None:
-            return self.y_pred
-        return np.asarray(self.classes, dtype=object)[np.argmax(self.proba, axis=1)]
+    def labelled(self) -> Outputs:
+        """The same outputs with labels (the most probable class when only probabilities were
+        given), as arrays: what ``take`` indexes."""
+        labels = self.y_pred
+        if labels is None and self.proba is not None:
+            labels = np.asarray(self.classes, dtype=object)[np.argmax(self.proba, axis=1)]
+        return Outputs(None if labels is None else np.asarray(labels),
+                       None if self.proba is None else np.asarray(self.proba), self.classes)
 
     def take(self, rows: np.ndarray) -> Outputs:
-        labels = self.labels()
-        return Outputs(None if labels is None else np.asarray(labels)[rows],
-                       None if self.proba is None else np.asarray(self.proba)[rows], self.classes)
+        """These rows of ``labelled()`` outputs."""
+        return Outputs(None if self.y_pred is None else self.y_pred[rows],
+                       None if self.proba is None else self.proba[rows], self.classes)
 
 
 @dataclass(frozen=True)
 class PairedComparison:
     """The challenger's improvement over the incumbent (positive = better, in the metric's own
-    units, whatever its direction), with its one-sided lower bound and a two-sided interval."""
+    units, whatever its direction), with its 90% interval (whose lower end is the one-sided 5%
+    bound)."""
 
     metric: str
     improvement: float
-    lower_bound: float
     interval: tuple[float, float]
     n_rows: int
     resamples: int
+
+    @property
+    def lower_bound(self) -> float:
+        """The pessimistic end: the improvement's one-sided 5% bound."""
+        return self.interval[0]
 
     def beyond(self, min_improvement: float = 0.0) -> bool:
         """Better beyond the noise: even the pessimistic end of the bootstrap clears
@@ -71,6 +80,7 @@ def paired_bootstrap(metric: str, y_true, ours: Outputs, theirs: Outputs, *,
     skipped."""
     m = METRICS[metric]
     y = np.asarray(y_true)
+    ours, theirs = ours.labelled(), theirs.labelled()  # once, not per resample
     sign = 1.0 if m.greater_is_better else -1.0
 
     def difference(rows: np.ndarray) -> float:
@@ -91,7 +101,6 @@ def paired_bootstrap(metric: str, y_true, ours: Outputs, theirs: Outputs, *,
         if math.isfinite(value):
             draws.append(value)
     if not draws:
-        return PairedComparison(metric, observed, math.nan, (math.nan, math.nan), len(y), 0)
+        return PairedComparison(metric, observed, (math.nan, math.nan), len(y), 0)
     low, high = np.quantile(draws, [1 - CONFIDENCE, CONFIDENCE])
-    return PairedComparison(metric, observed, float(low), (float(low), float(high)), len(y),
-                            len(draws))
+    return PairedComparison(metric, observed, (float(low), float(high)), len(y), len(draws))

@@ -81,11 +81,11 @@ def _now_ms() -> int:
 
 
 EXPERIMENT_KIND = "mlflow.experimentKind"
+MODEL_TRAINING = "custom_model_development"
+"""The experiment tag and value the MLflow UI reads to open the Model training view."""
 SHARED_VIEW = "mlflow.sharedViewState."
 """The MLflow UI's shared views: an experiment tag holding the view as JSON, opened by
 ``?viewStateShareKey=<key>``."""
-MODEL_TRAINING = "custom_model_development"
-"""The experiment tag and value the MLflow UI reads to open the Model training view."""
 
 
 class AttemptRecorder(RunLifecycle, SearchObserver):
