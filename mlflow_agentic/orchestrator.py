@@ -12,6 +12,7 @@ from mlflow_agentic.briefing import Briefing, build_briefing
 from mlflow_agentic.data.split import Holdout, seal_holdout
 from mlflow_agentic.engine import AgenticAutoML, EngineeringRun, SearchObserver
 from mlflow_agentic.engine.settings import SearchSettings
+from mlflow_agentic.engine.steps import EnsembleStep
 from mlflow_agentic.proposers.base import CandidateProposer
 from mlflow_agentic.scoring import HoldoutReport, HoldoutScorer, score_on_holdout
 from mlflow_agentic.verify import DeterministicVerifier
@@ -172,7 +173,8 @@ def search_sealed(
     automl = AgenticAutoML(make_proposer(), settings.replace(cv_scheme=briefing.cv_scheme),
                            verifier=verifier, observers=all_observers, briefing=briefing,
                            extra_X=task.holdout.dataset.X,  # features only: labels stay here
-                           restored=restored, sandbox=sandbox)
+                           restored=restored, sandbox=sandbox,
+                           after_loop=[EnsembleStep()] if settings.ensemble else [])
     run = automl.solve(briefing.dataset)
     try:
         report = score_on_holdout(run, briefing.dataset, task.holdout, scorer)

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from mlflow_agentic import Dataset, SequenceProposer, SolutionCandidate
+from mlflow_agentic import CandidateProposer, Dataset, SequenceProposer, SolutionCandidate
 from mlflow_agentic.engine import AgenticAutoML
 from mlflow_agentic.errors import UserInputError
 from mlflow_agentic.trainers import register_trainer, trainer_registry
@@ -67,7 +67,7 @@ def test_unverified_attempt_never_resets_patience(data):
     assert "nothing verified" in run.summary()
 
 
-class ManySeeds:
+class ManySeeds(CandidateProposer):
     """Seeds four chance-level candidates, then offers good ones."""
 
     name = "many-seeds"
@@ -79,7 +79,7 @@ class ManySeeds:
         return q(1.0)
 
 
-class RawProposer:
+class RawProposer(CandidateProposer):
     """Hands the engine whatever it is given, unchecked, like a buggy third-party proposer."""
 
     def __init__(self, items):

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from mlflow_agentic import (
+    CandidateProposer,
     Dataset,
     OptunaProposer,
     SequenceProposer,
@@ -133,7 +134,7 @@ def test_broken_trainer_is_a_failed_child_run(tracking_uri, churn_small, broken_
 
 
 def test_interrupted_search_ends_its_runs(tracking_uri, churn_small):
-    class Interrupting:
+    class Interrupting(CandidateProposer):
         def propose_initial(self, dataset, trainers):
             return [SolutionCandidate("linear")]
 

@@ -209,8 +209,8 @@ def _run(state: dict, *, replay, proposer, quiet, kwargs) -> None:
                         f"{outcome.alias_note}", fg="yellow")
         if mv.tags.get("generated_code") == "true":
             click.secho("this model runs LLM-written code when loaded: promote it with "
-                        "--accept-generated-code, and serve it inside a container (README: "
-                        "The sandbox)", fg="yellow")
+                        "--accept-generated-code, and serve it inside a container "
+                        "(docs/guides/code-mode.md: The sandbox)", fg="yellow")
             click.echo(f"promote it: mlflow-agentic promote --model {mv.name} "
                        "--accept-generated-code   (gate to @champion)")
         else:

@@ -11,6 +11,7 @@ from mlflow_agentic.lazy import lazy_getattr
 
 _EXPORTS = {
     "AgenticAutoML": "mlflow_agentic.engine.loop",
+    "EnsembleStep": "mlflow_agentic.engine.steps",
     "SearchContext": "mlflow_agentic.engine.observer",
     "SearchObserver": "mlflow_agentic.engine.observer",
     "AttemptRecord": "mlflow_agentic.engine.types",
@@ -25,6 +26,7 @@ __all__ = [
     "AgenticAutoML",
     "AttemptRecord",
     "EngineeringRun",
+    "EnsembleStep",
     "SearchContext",
     "SearchObserver",
     "SolutionCandidate",
@@ -36,6 +38,7 @@ __all__ = [
 if TYPE_CHECKING:
     from mlflow_agentic.engine.loop import AgenticAutoML
     from mlflow_agentic.engine.observer import SearchContext, SearchObserver
+    from mlflow_agentic.engine.steps import EnsembleStep
     from mlflow_agentic.engine.types import (
         AttemptRecord,
         EngineeringRun,

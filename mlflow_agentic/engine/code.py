@@ -143,3 +143,27 @@ def submitted(proposer, history, top):
         return top, (f"submitter chose attempt {choice}, which is {chosen.status} "
                      f"({chosen.verdict.reason[:200]}); {fallback}")
     return chosen, f"submitter chose attempt {choice}: {why}"
+
+
+def reviewed(proposer, record, outcome):
+    """A code attempt with what its run keeps (the code, the plan entry, the sandbox's limits
+    and log), reviewed by the proposer (code mode's critic: a note, never the score)."""
+    import dataclasses
+    import warnings
+
+    result = outcome.sandbox
+    artifacts = {"candidate.py": record.candidate.code, **record.candidate.artifacts}
+    tags: dict[str, str] = {}
+    if result is not None:
+        artifacts.update(sandbox_artifacts(result))
+        tags.update(sandbox_tags(result))
+    try:
+        note = proposer.review(record, list(result.features) if result is not None else [])
+    except Exception as exc:  # a broken critic accepts the attempt
+        warnings.warn(f"critic failed on attempt {record.index}: {exc}", stacklevel=2)
+        note = None
+    if note is not None:
+        artifacts.update(note.artifacts)
+        tags.update(note.tags)
+    return dataclasses.replace(record, artifacts={**record.artifacts, **artifacts},
+                               tags={**record.tags, **tags})

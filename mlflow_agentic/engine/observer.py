@@ -63,3 +63,34 @@ class SearchObserver:
 
     def on_search_error(self, error: BaseException) -> None:
         """The search stopped on an exception (interrupt, observer failure)."""
+
+
+class Observers:
+    """The loop's observers, told each event in order. ``notify`` calls a hook every observer
+    has (``SearchObserver``'s); ``emit`` an optional event (from proposers, or the fold models'
+    predictions) to the observers that define it."""
+
+    def __init__(self, observers) -> None:
+        self.all = list(observers)
+
+    def notify(self, hook: str, *args) -> None:
+        for observer in self.all:
+            getattr(observer, hook)(*args)
+
+    def emit(self, hook: str, *args) -> None:
+        for observer in self.all:
+            method = getattr(observer, hook, None)
+            if method is not None:
+                method(*args)
+
+    def error(self, exc: BaseException) -> None:
+        """The search failed: every observer is told, and one that fails on it is only warned
+        about, so the original error stays visible."""
+        import warnings
+
+        for observer in self.all:
+            try:
+                observer.on_search_error(exc)
+            except Exception as inner:
+                warnings.warn(f"observer {type(observer).__name__} failed on error: {inner}",
+                              stacklevel=2)

@@ -1,6 +1,6 @@
 """The one place that decides parallelism: how many cores, how many workers, how many threads.
 
-The rule (measured on 2 cores, see the README's Performance section): ``n_jobs`` worker
+The rule (measured on 2 cores, see docs/performance.md): ``n_jobs`` worker
 *processes*, each fitting one fold with a **single-threaded** model. Threads inside a model
 (OpenMP, BLAS, xgboost's ``n_jobs``) spin against each other as soon as the machine has other
 work: one HistGradientBoosting fold took 77 s with default threads and 4.5 s single-threaded

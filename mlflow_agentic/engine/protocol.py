@@ -1,30 +1,76 @@
-"""The proposer protocol: anything that suggests candidates, from a list to an LLM."""
+"""The proposer protocol: anything that suggests candidates, from a list to an LLM.
+
+One abstract base, as Optuna's ``BaseSampler`` is: two methods to write, and every hook the loop
+may call declared here with its default, so the loop calls hooks and never probes for them.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+import abc
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
-from mlflow_agentic.engine.types import AttemptRecord, SolutionCandidate
+from mlflow_agentic.engine.types import AttemptRecord, SolutionCandidate, StopReason
 
 
-@runtime_checkable
-class CandidateProposer(Protocol):
+class Review(Protocol):
+    """What a reviewer says about one attempt: tags and artifacts for its run (never a score)."""
+
+    @property
+    def tags(self) -> Mapping[str, str]: ...
+
+    @property
+    def artifacts(self) -> Mapping[str, str]: ...
+
+
+class CandidateProposer(abc.ABC):
     """Suggests candidates; the engine evaluates and verifies them.
 
-    ``propose_initial`` returns the seed candidates (all evaluated, no patience applies);
-    ``propose_next`` sees every attempt so far and returns one candidate, or None when it has
-    nothing more to suggest. Optional hooks, called when defined:
-    ``start(context)`` once before seeding (metric, direction, trainers, baseline), and
-    ``observe(record)`` after each attempt (how Optuna is told the result).
+    Write ``propose_initial`` (the seed candidates: all evaluated, no patience applies) and
+    ``propose_next`` (sees every attempt so far; one candidate, or None when it has nothing
+    more). The loop calls, in order: ``start(context)`` once before seeding, ``propose_initial``,
+    then ``propose_next`` ``batch_size`` times per batch, ``observe(record)`` after each attempt
+    (and ``review`` for a code attempt), and at the end ``submit`` when ``submits`` is true.
     """
 
+    name: str = ""
+    """Shown on the runs and in comparisons (default: the class name)."""
+    batch_size: int = 1
+    """Candidates asked per batch; their folds share the workers (Optuna: 4, constant liar)."""
+    stop_reason: StopReason | None = None
+    """Why ``propose_next`` returned None (a cost cap, an endpoint that failed), if not done."""
+    submits: bool = False
+    """True when the proposer chooses the attempt to register (``submit``; code mode)."""
+
+    @abc.abstractmethod
     def propose_initial(self, dataset, trainers: Sequence[str]
-                        ) -> Sequence[SolutionCandidate] | SolutionCandidate: ...
+                        ) -> Sequence[SolutionCandidate] | SolutionCandidate:
+        """The seed candidates."""
 
+    @abc.abstractmethod
     def propose_next(self, dataset, history: Sequence[AttemptRecord], trainers: Sequence[str]
-                     ) -> SolutionCandidate | None: ...
+                     ) -> SolutionCandidate | None:
+        """The next candidate given every attempt so far, or None to stop."""
+
+    def start(self, context) -> None:  # noqa: B027 - an optional hook with an empty default
+        """Once before seeding, with the ``SearchContext`` (metric, direction, trainers,
+        baseline, briefing)."""
+
+    def observe(self, record: AttemptRecord) -> None:  # noqa: B027 - optional hook
+        """After each attempt, in proposal order (how Optuna is told each score, or FAIL)."""
+
+    def review(self, record: AttemptRecord, features: Sequence[str]) -> Review | None:
+        """A note on a code attempt (code mode's critic); None: nothing to say."""
+        return None
+
+    def submit(self, history: Sequence[AttemptRecord]) -> tuple[int | None, str]:
+        """The attempt to register and why, when ``submits``; the engine checks the choice."""
+        raise NotImplementedError(f"{type(self).__name__} does not submit")
+
+    def run_params(self) -> dict[str, Any]:
+        """Settings of the proposer recorded on the search run (e.g. code mode's budget)."""
+        return {}
 
 
-def proposer_name(proposer) -> str:
-    return getattr(proposer, "name", None) or type(proposer).__name__
+def proposer_name(proposer: CandidateProposer) -> str:
+    return proposer.name or type(proposer).__name__

@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from mlflow_agentic.engine.protocol import CandidateProposer
 from mlflow_agentic.engine.types import AttemptRecord, SolutionCandidate, StopKind, StopReason
 from mlflow_agentic.llm.client import LLMClient, LLMConfig, LLMOutputError, LLMUnavailable
 from mlflow_agentic.llm.pricing import cap_reached, cost_usd, price_table
@@ -96,7 +97,7 @@ class Exchange:
                                                          "rationale": cand.rationale}}
 
 
-class LLMProposer:
+class LLMProposer(CandidateProposer):
     name = "llm"
 
     def __init__(self, model: str | None = None, base_url: str | None = None,

@@ -10,6 +10,7 @@ import math
 import warnings
 from collections.abc import Sequence
 
+from mlflow_agentic.engine.protocol import CandidateProposer
 from mlflow_agentic.engine.types import AttemptRecord, SolutionCandidate
 from mlflow_agentic.trainers.registry import get_trainer
 
@@ -26,7 +27,7 @@ def _scored(record: AttemptRecord) -> bool:
     return not record.verdict.quarantined and math.isfinite(record.utility)
 
 
-class OptunaProposer:
+class OptunaProposer(CandidateProposer):
     """TPE sampler (seeded); each proposal is an asked trial, each result is told back."""
 
     name = "optuna"

@@ -6,11 +6,12 @@ import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from mlflow_agentic.engine.protocol import CandidateProposer
 from mlflow_agentic.engine.types import AttemptRecord, SolutionCandidate
 from mlflow_agentic.errors import UserInputError
 
 
-class SequenceProposer:
+class SequenceProposer(CandidateProposer):
     """Proposes ``candidates[0]`` as the seed, then one more per ``propose_next``."""
 
     name = "sequence"

@@ -60,8 +60,8 @@ class ServedModel(PythonModel):
 class GeneratedCodeModel(ServedModel):
     """A code-mode model: LLM-written ``candidate.py`` and its fitted pipeline, logged as
     artifacts (bytes the search never loaded on its host). **Loading it runs the LLM-written
-    code** in the loading process: serve it inside a container (the README says how), and
-    promote it only with ``--accept-generated-code``."""
+    code** in the loading process: serve it inside a container (docs/guides/code-mode.md says
+    how), and promote it only with ``--accept-generated-code``."""
 
     def __init__(self, classes=None) -> None:
         super().__init__(None, classes)

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel
 
 from mlflow_agentic.engine.code import CODE
+from mlflow_agentic.engine.protocol import CandidateProposer
 from mlflow_agentic.engine.types import AttemptRecord, SolutionCandidate, StopKind, StopReason
 from mlflow_agentic.errors import AgenticError
 from mlflow_agentic.llm.client import LLMClient, LLMConfig
@@ -77,9 +78,10 @@ class CodeState:
     notes: dict[int, str] = field(default_factory=dict)
 
 
-class CodeProposer:
+class CodeProposer(CandidateProposer):
     name = "code"
     batch_size = 1
+    submits = True
 
     def __init__(self, model: str | None = None, base_url: str | None = None, *,
                  critic_model: str | None = None, max_experiments: int = 4,
@@ -102,6 +104,13 @@ class CodeProposer:
         self.context = None
 
     # ---- the engine's protocol ----------------------------------------------------------------
+    def run_params(self) -> dict:
+        """Code mode's budget and critic, recorded on the search run."""
+        params = {"max_experiments": self.max_experiments}
+        if self.critic_model is not None:
+            params["critic_model"] = self.critic_model
+        return params
+
     def start(self, context) -> None:
         self.context = context
 

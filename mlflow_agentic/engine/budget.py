@@ -1,0 +1,105 @@
+"""``LoopBudget``: how much of its bounds a search has spent, and its deadline.
+
+The settings say the bounds (``max_iterations``, ``patience``, ``max_attempts``,
+``time_budget``); this is the arithmetic on them: how many candidates the next batch may have,
+when the loop must stop to leave time for the refit and the steps after the loop, and where a
+resumed search's loop had ended.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+
+from mlflow_agentic.engine.refit import ENSEMBLE
+from mlflow_agentic.engine.settings import SearchSettings
+from mlflow_agentic.engine.types import AttemptRecord, StopKind, StopReason
+
+AFTER_LOOP_RESERVE_SECONDS = 1.0
+"""Kept back from a time budget for the steps after the loop (the ensemble selection; at most
+10% of the budget), on top of the refit's own estimate."""
+
+
+class LoopBudget:
+    """The loop's budget, started by ``start()`` at the beginning of ``solve``."""
+
+    def __init__(self, settings: SearchSettings, restored: Mapping, after_loop: bool) -> None:
+        self.settings = settings
+        self.restored = restored
+        self.after_loop = after_loop
+        self.started = time.perf_counter()
+        self.refit_estimate = 0.0
+        self.best_utility: float | None = None
+
+    def start(self) -> None:
+        self.started = time.perf_counter()
+        self.refit_estimate, self.best_utility = 0.0, None
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.started
+
+    def note_refit_cost(self, record: AttemptRecord, fit_seconds: float, n_folds: int,
+                        preprocess_seconds: float) -> None:
+        """The refit of the best so far: one fold's fit on k/(k-1) the rows, plus that share of
+        the preprocessing the folds had ready-made (a refit does its own: seconds on a big
+        file)."""
+        if self.best_utility is None or record.utility > self.best_utility:
+            self.best_utility = record.utility
+            n = max(n_folds, 1)
+            self.refit_estimate = (fit_seconds / n + preprocess_seconds / n) * 1.3
+
+    def deadline(self) -> float | None:
+        """When the loop must stop (a ``time.perf_counter()`` value), or None."""
+        budget = self.settings.time_budget
+        if budget is None:
+            return None
+        reserve = min(AFTER_LOOP_RESERVE_SECONDS, 0.1 * budget) if self.after_loop else 0.0
+        return self.started + budget - self.refit_estimate - reserve
+
+    def spent(self, n_attempts: int) -> StopReason | None:
+        """Why the budget stops the search now, or None while some is left."""
+        s = self.settings
+        ended = self.resumed_loop_end()
+        if ended is not None and n_attempts >= ended:
+            return StopReason(StopKind.ATTEMPTS, f"resumed: the killed search had ended its "
+                              f"loop after attempt {ended} and recorded its ensemble")
+        if s.max_attempts is not None and n_attempts >= s.max_attempts:
+            return StopReason(StopKind.ATTEMPTS, f"attempt budget spent: {n_attempts} of "
+                              f"{s.max_attempts} attempts")
+        deadline = self.deadline()
+        if deadline is not None and time.perf_counter() >= deadline:
+            return StopReason(StopKind.TIME, f"time budget spent: {self.elapsed():.1f}s of "
+                              f"{s.time_budget:g}s (time for the refit kept back)")
+        return None
+
+    def exhausted(self, iterations: int, patience_left: int | None) -> StopReason | None:
+        """The iteration and patience bounds (seeds do not count against them)."""
+        s = self.settings
+        if s.max_iterations is not None and iterations >= s.max_iterations:
+            return StopReason(StopKind.ITERATIONS, f"reached max_iterations={s.max_iterations}")
+        if patience_left is not None and patience_left <= 0:
+            return StopReason(StopKind.PATIENCE, f"patience exhausted: {s.patience} attempts "
+                              "without a verified improvement")
+        return None
+
+    def batch(self, batch_size: int, iterations: int, n_attempts: int,
+              patience_left: int | None) -> int:
+        """How many candidates the next batch may ask for, within every bound."""
+        s = self.settings
+        n = max(1, batch_size)
+        if s.max_iterations is not None:
+            n = min(n, s.max_iterations - iterations)
+        if s.max_attempts is not None:
+            n = min(n, s.max_attempts - n_attempts)
+        ended = self.resumed_loop_end()
+        if ended is not None:  # the killed search's loop ended there
+            n = min(n, ended - n_attempts)
+        if patience_left is not None:  # a batch never runs past the patience
+            n = min(n, patience_left)
+        return max(n, 0)
+
+    def resumed_loop_end(self) -> int | None:
+        """In a resumed search whose ensemble was recorded: the last attempt of its loop (it
+        ended there, by whatever budget it had; a resume's budget may be larger)."""
+        ensembles = [i for i, r in self.restored.items() if r.trainer == ENSEMBLE]
+        return min(ensembles) - 1 if ensembles else None
