@@ -81,12 +81,12 @@ def search(data: Path, max_iterations: int, seed: int, tracked: bool, loop_only:
     tracker = Timed(MlflowTracker(), "tracking", spent) if tracked else None
     proposer = Timed(OptunaProposer(seed=seed), "proposing (optuna)", spent)
     if loop_only:
-        run = AgenticAutoML(proposer, max_iterations=max_iterations, random_state=seed,
+        run = AgenticAutoML(proposer, max_iterations=max_iterations, seed=seed,
                             n_jobs=n_jobs, observers=[tracker] if tracker else []).solve(dataset)
         holdout_fit = 0.0
     else:
         outcome = run_search(dataset, lambda: proposer, max_iterations=max_iterations,
-                             random_state=seed, tracker=tracker, n_jobs=n_jobs)
+                             seed=seed, tracker=tracker, n_jobs=n_jobs)
         run, holdout_fit = outcome.run, outcome.holdout.fit_seconds
     wall = time.perf_counter() - start
     fit = run.fit_seconds + holdout_fit

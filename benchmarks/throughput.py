@@ -37,7 +37,7 @@ def search(data: Path, n_jobs: int, attempts: int, seed: int, store: Path) -> di
     tracker = MlflowTracker(experiment=f"throughput-{n_jobs}", register_name="throughput")
     task = seal(Dataset.from_path(data), random_state=seed)
     result = search_sealed(task, lambda: OptunaProposer(seed=seed), max_iterations=None,
-                           patience=None, max_attempts=attempts, random_state=seed,
+                           patience=None, max_attempts=attempts, seed=seed,
                            tracker=tracker, n_jobs=n_jobs, ensemble=False)
     wall = time.perf_counter() - start
     run = result.run

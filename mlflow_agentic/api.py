@@ -38,22 +38,8 @@ def search(
     data: Any,
     target: str | None = None,
     *,
+    settings: SearchSettings | None = None,
     proposer: str | Callable[[], Any] = "optuna",
-    trainers: Sequence[str] | None = None,
-    metric: str | None = None,
-    cv: int = 5,
-    cv_scheme: str = "auto",
-    seed: int = 0,
-    max_iterations: int | None = None,
-    patience: int | None = None,
-    time_budget: float | None = None,
-    n_jobs: int | None = None,
-    backend: str = "local",
-    backend_address: str | None = None,
-    ensemble: bool = True,
-    prune: bool = True,
-    margin: float = 0.01,
-    selection: str = "best",
     split=None,
     keep_flagged_columns: bool = False,
     experiment: str | None = None,
@@ -72,16 +58,17 @@ def search(
     tracker=None,
     started: float | None = None,
     say: Callable[[str], None] | None = None,
+    **overrides: Any,
 ):
     """Search ``data`` for a verified model, tracked in MLflow; returns a ``SearchResult``.
 
-    ``data``: a CSV/Parquet path, a DataFrame, or a ``Dataset``. ``proposer``: ``optuna``,
+    ``data``: a CSV/Parquet path, a DataFrame, or a ``Dataset``. How the search runs is one
+    ``SearchSettings``: ``settings``, or its fields as keyword ``overrides`` (``trainers``,
+    ``metric``, ``cv``, ``seed``, ``max_iterations`` and ``patience`` (default 8 and 3, off
+    with a ``time_budget`` in seconds for the whole call), ``n_jobs``, ``selection``,
+    ``ensemble``...; an unknown name is refused with the closest). ``proposer``: ``optuna``,
     ``random``, ``sequence``, ``llm`` (``llm=LLMOptions(...)``), or a zero-argument callable
-    returning a proposer (called only after the holdout is sealed). Budgets: ``max_iterations``
-    and ``patience`` (default 8 and 3, off with a ``time_budget`` in seconds for the whole call).
-    ``selection``: ``best`` (top CV score) or ``one-se`` (the cheapest trainer within one
-    standard error of it). ``backend``: where the folds run, ``local`` processes (``n_jobs``)
-    or a ``dask`` or ``ray`` cluster at ``backend_address`` (None: a local one).
+    returning a proposer (called only after the holdout is sealed).
     ``split``: a ``SplitOptions`` (time/group column, holdout fraction,
     post-outcome columns). ``diagnostics``: the selected model's holdout diagnostics (MLflow's
     evaluator, predictions, permutation importance) on its run (~10 s on churn).
@@ -100,24 +87,22 @@ def search(
     """
     code = code or CodeOptions()
     if proposer == "code":  # each attempt is one experiment; code attempts refit in the sandbox
-        max_iterations = code.max_experiments if max_iterations is None else max_iterations
-        patience = code.max_experiments if patience is None else patience
-        ensemble = False
+        for name in ("max_iterations", "patience"):
+            if overrides.get(name) is None:
+                overrides[name] = code.max_experiments
+        overrides["ensemble"] = False
     started = time.perf_counter() if started is None else started
-    settings = SearchSettings.budgeted(  # every setting, validated here once
-        max_iterations=max_iterations, patience=patience, time_budget=time_budget, cv=cv,
-        cv_scheme=cv_scheme, metric=metric, trainers=trainers, random_state=seed,
-        n_jobs=n_jobs, prune=prune, ensemble=ensemble, margin=margin, selection=selection,
-        backend=backend, backend_address=backend_address)
+    settings = SearchSettings.budgeted(settings, **overrides)  # validated here, once
+    seed, metric = settings.seed, settings.metric
     say = say or _warn
     dataset = _dataset(data, target, encoding, merge_label_variants)
     for note in dataset.notes:
         say(f"note: {note}")
-    size = size_note(dataset, time_budget)
+    size = size_note(dataset, settings.time_budget)
     if size:
         say(size)
     resolve_metric(metric, dataset.task)  # fail before anything is logged
-    allowed = resolve_trainers(trainers, dataset.task)
+    allowed = resolve_trainers(settings.trainers, dataset.task)
     settings = settings.replace(trainers=allowed)
     llm = llm or LLMOptions()
     make = proposer if callable(proposer) else None

@@ -120,7 +120,7 @@ def run_search(
     started = time.perf_counter() if started is None else started
     settings = SearchSettings.of(settings, **changes)
     task = seal(dataset, split=split, cv=settings.cv, cv_scheme=settings.cv_scheme,
-                random_state=settings.random_state, keep_flagged_columns=keep_flagged_columns)
+                random_state=settings.seed, keep_flagged_columns=keep_flagged_columns)
     loop = settings.replace(time_budget=loop_budget(
         settings.time_budget, started, tracker is not None, dataset.n_rows,
         len(dataset.columns)))

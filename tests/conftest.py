@@ -183,7 +183,7 @@ def registered_search(uri: str, dataset, name: str, candidates, seed: int = 0,
         tracker = MlflowTracker(experiment=f"{name}-searches", register_name=name,
                                 register=register)
         result = run_search(dataset, lambda: SequenceProposer(candidates), max_iterations=5,
-                            patience=5, cv=3, random_state=seed, tracker=tracker)
+                            patience=5, cv=3, seed=seed, tracker=tracker)
     finally:
         mlflow.set_tracking_uri(previous)
     return RegisteredSearch(uri, result, tracker, name)

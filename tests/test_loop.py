@@ -220,14 +220,10 @@ def test_settings_are_checked_in_one_place_for_every_entry(changes, message, tmp
 
     for build in (lambda: SearchSettings.of(**changes),
                   lambda: AgenticAutoML(SequenceProposer([q(0.5)]), **changes),
-                  lambda: search(tmp_path / "never-read.csv", **_search_kw(changes))):
+                  lambda: search(tmp_path / "never-read.csv", **changes)):
         with pytest.raises(UserInputError) as error:
             build()
         assert message in str(error.value)
-
-
-def _search_kw(changes: dict) -> dict:
-    return {"seed" if k == "random_state" else k: v for k, v in changes.items()}
 
 
 def test_an_unknown_setting_is_named_with_the_closest():

@@ -19,7 +19,7 @@ def sequence(run):
 def search(dataset, seed, **kw):
     proposer = OptunaProposer(seed=seed, **kw)
     run = AgenticAutoML(proposer, max_iterations=4, patience=10, cv=3, trainers=TRAINERS,
-                        random_state=seed, prune=False, ensemble=False).solve(dataset)
+                        seed=seed, prune=False, ensemble=False).solve(dataset)
     return run, proposer
 
 
@@ -66,7 +66,7 @@ def test_random_proposer_draws_uniformly_from_the_spaces_and_is_seeded(churn_sma
     def draws(seed):
         proposer = RandomProposer(seed=seed)
         run = AgenticAutoML(proposer, max_iterations=None, patience=None, max_attempts=8, cv=3,
-                            trainers=TRAINERS, random_state=seed, ensemble=False
+                            trainers=TRAINERS, seed=seed, ensemble=False
                             ).solve(churn_small)
         return run, proposer
 

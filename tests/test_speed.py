@@ -138,7 +138,7 @@ def _leaderboard(run):
 def test_a_seeded_search_gives_the_same_leaderboard_with_one_or_two_workers(churn_small):
     runs = [AgenticAutoML(OptunaProposer(seed=3), max_iterations=6, patience=None, cv=3,
                           trainers=["linear", "hist_gradient_boosting", "xgboost"],
-                          random_state=3, n_jobs=n).solve(churn_small) for n in (1, 2)]
+                          seed=3, n_jobs=n).solve(churn_small) for n in (1, 2)]
     assert _leaderboard(runs[0]) == _leaderboard(runs[1])
     assert runs[0].best_attempt.index == runs[1].best_attempt.index
 

@@ -84,7 +84,7 @@ def run_task(task: TrapTask, seed: int, tracker=None, quiet: bool = True) -> Tra
     split = SplitOptions(**task.split)
     outcome = run_search(dataset, lambda: OptunaProposer(seed=seed), split=split,
                          max_iterations=2, patience=2, cv=3, trainers=list(BENCH_TRAINERS),
-                         random_state=seed, tracker=tracker)
+                         seed=seed, tracker=tracker)
     flagged = {f.check for f in outcome.briefing.findings if f.severity != "info"}
     if any(a.verdict.quarantined for a in outcome.run.attempts):
         flagged.add("too_good")

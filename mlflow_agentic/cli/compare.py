@@ -17,6 +17,7 @@ from mlflow_agentic.cli.options import (
     split_list,
     split_options,
 )
+from mlflow_agentic.cli.settings import setting_option
 from mlflow_agentic.errors import UserInputError
 from mlflow_agentic.proposers.factory import PROPOSERS, LLMOptions, check_llm_endpoint
 
@@ -66,6 +67,7 @@ DATA_SUFFIXES = (".csv", ".parquet", ".pq")
 @click.option("--output", callback=blank_to_none, type=click.Path(file_okay=False),
               help="Also write the report (Markdown, HTML, PNG, JSON) to this directory.")
 @split_options
+@setting_option("cv_scheme")
 @encoding_option
 @click.option("--quiet", is_flag=True, help="No progress bars; print the tables only.")
 def compare_command(data, target, proposers, budget_iterations, time_budget, seeds, split_seed,

@@ -118,10 +118,6 @@ def split_options(command: Callable) -> Callable:
         click.option("--post-outcome-columns", callback=blank_to_none,
                      help="Comma-separated columns known only after the outcome: blanked in the "
                           "holdout, as at prediction time."),
-        click.option("--cv-scheme",
-                     type=click.Choice(("auto", "stratified", "kfold", "group", "time")),
-                     default="auto", show_default=True,
-                     help="auto follows the briefing's advice (group / time / stratified)."),
         click.option("--keep-flagged-columns", is_flag=True,
                      help="Keep columns a critical leakage finding would exclude."),
     )):
@@ -263,6 +259,11 @@ def code_options(command: Callable) -> Callable:
     )):
         command = option(command)
     return command
+
+
+CODE_OPTIONS = ("max_experiments", "critic_model", "allow_host_execution", "sandbox_image",
+                "sandbox_memory", "sandbox_cpus", "sandbox_timeout")
+"""The parameters of ``code_from`` (the code-mode flags)."""
 
 
 def code_from(max_experiments, critic_model, allow_host_execution, sandbox_image,

@@ -7,22 +7,20 @@ import time
 import click
 
 from mlflow_agentic.cli.options import (
-    WholeNumber,
+    CODE_OPTIONS,
     blank_to_none,
     code_from,
     code_options,
     encoding_option,
     exit_on_user_error,
-    named_list,
     optional_float,
     process_started,
     say_note,
     split_from,
-    split_list,
     split_options,
 )
-from mlflow_agentic.engine.backends import BACKENDS
-from mlflow_agentic.engine.settings import REGISTER_POLICIES, SELECTION_RULES
+from mlflow_agentic.cli.settings import pop_settings, settings_options
+from mlflow_agentic.engine.settings import REGISTER_POLICIES
 from mlflow_agentic.errors import UserInputError
 from mlflow_agentic.proposers.factory import PROPOSERS, LLMOptions
 
@@ -35,47 +33,15 @@ from mlflow_agentic.proposers.factory import PROPOSERS, LLMOptions
               help="Who proposes candidates: optuna (seeded TPE), sequence (a fixed list), "
                    "llm (an LLM picks trainer and knobs), random, or code (an LLM writes "
                    "each pipeline, run in a Docker sandbox).")
-@click.option("--trainers", callback=named_list,
-              help="Comma-separated trainers to search (default: all that fit the task).")
-@click.option("--max-iterations", type=WholeNumber(min=0, allow_blank=True), default=None,
-              help="Reflection attempts after the seed candidates [default: 8; off with "
-                   "--time-budget].")
-@click.option("--patience", type=WholeNumber(min=1, allow_blank=True), default=None,
-              help="Stop after this many attempts without a verified improvement [default: 3; "
-                   "off with --time-budget].")
-@click.option("--time-budget", default=None, callback=optional_float, metavar="SECONDS",
-              help="Wall-clock budget for the whole command (search, refit, holdout, "
-                   "registration); iterations and patience are off unless given.")
-@click.option("--n-jobs", type=WholeNumber(allow_blank=True), default=None,
-              help="Worker processes for the CV folds; each model is single-threaded "
-                   "[default: the cores this process may use; -1: all].")
-@click.option("--backend", type=click.Choice(BACKENDS), default="local",
-              show_default=True,
-              help="Where the CV folds run: local processes, or a Dask or Ray cluster (a local "
-                   "one of --n-jobs workers unless --scheduler / --ray-address is given). "
-                   "Needs the [dask] or [ray] extra.")
+@settings_options
 @click.option("--scheduler", callback=blank_to_none, metavar="ADDRESS",
               help="Dask scheduler for --backend dask, e.g. tcp://10.0.0.5:8786.")
 @click.option("--ray-address", callback=blank_to_none, metavar="ADDRESS",
               help="Ray cluster for --backend ray, e.g. ray://10.0.0.5:10001 or auto.")
-@click.option("--no-ensemble", is_flag=True,
-              help="Do not try a greedy ensemble of the verified attempts at the end.")
-@click.option("--no-prune", is_flag=True,
-              help="Run every fold of every candidate (no fold-by-fold pruning).")
-@click.option("--selection", type=click.Choice(SELECTION_RULES), default="best",
-              show_default=True,
-              help="Which verified attempt is registered: the top CV score (best), or the "
-                   "cheapest trainer within one standard error of it (one-se). Ties within one "
-                   "standard error are reported either way.")
-@click.option("--cv", type=WholeNumber(min=2), default=5, show_default=True,
-              help="Cross-validation folds.")
-@click.option("--metric", callback=blank_to_none,
-              help="roc_auc, log_loss, accuracy, balanced_accuracy, f1, roc_auc_ovr, rmse, mae, "
-                   "r2 (default: by task).")
 @click.option("--register-name", callback=blank_to_none,
               help="Registered model name (default: <data file stem>-agentic).")
-@click.option("--register", "register_policy", type=click.Choice(REGISTER_POLICIES),
-              default="better", show_default=True,
+@click.option("--register", type=click.Choice(REGISTER_POLICIES), default="better",
+              show_default=True,
               help="better: a new registry version only when the selected model beats the "
                    "current @challenger beyond the noise of the same sealed rows (a paired "
                    "bootstrap; else the model stays logged on its run and the reason is "
@@ -87,14 +53,10 @@ from mlflow_agentic.proposers.factory import PROPOSERS, LLMOptions
                    "holdout predictions, permutation importance; ~10 s on churn).")
 @click.option("--experiment", callback=blank_to_none,
               help="MLflow experiment (default: <data file stem>-agentic).")
-@click.option("--seed", type=WholeNumber(), default=0, show_default=True,
-              help="Seed for CV splits, models and the proposer.")
 @click.option("--candidates", callback=blank_to_none, type=click.Path(),
               help="JSON list of {trainer, params} for --proposer sequence.")
 @click.option("--optuna-storage", callback=blank_to_none,
               help="Optuna storage URL to share one study between processes.")
-@click.option("--margin", type=click.FloatRange(0, 1, max_open=True), default=0.01,
-              show_default=True, help="How much a candidate must beat the trivial baseline by.")
 @click.option("--tracking-uri", callback=blank_to_none,
               help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI or sqlite:///mlflow.db).")
 @click.option("--llm-model", callback=blank_to_none,
@@ -119,14 +81,7 @@ from mlflow_agentic.proposers.factory import PROPOSERS, LLMOptions
               help="Merge target labels that differ only in case or surrounding spaces "
                    "(Yes / 'yes ') into their most frequent spelling; refused otherwise.")
 @click.option("--quiet", is_flag=True, help="No progress display; print the summary only.")
-def run_command(data, target, proposer, trainers, max_iterations, patience, time_budget, n_jobs,
-                backend, scheduler, ray_address, no_ensemble, no_prune, selection, cv, metric,
-                register_name, register_policy, no_register,
-                no_diagnostics, experiment, seed, candidates, optuna_storage, margin,
-                tracking_uri, time_column, group_column, holdout_fraction,
-                post_outcome_columns, cv_scheme, keep_flagged_columns, llm_model, llm_base_url,
-                max_cost_usd, replay, resume, encoding, merge_label_variants, quiet,
-                **code) -> None:
+def run_command(**options) -> None:
     """Search for a verified model on DATA and register the best in MLflow.
 
     The holdout is sealed first; the search sees only the training rows; every attempt is scored
@@ -134,26 +89,30 @@ def run_command(data, target, proposer, trainers, max_iterations, patience, time
     """
     started = process_started()
     state: dict = {}
-    if (scheduler and backend != "dask") or (ray_address and backend != "ray"):
+    o = options
+    settings = pop_settings(o)
+    scheduler, ray_address = o.pop("scheduler"), o.pop("ray_address")
+    if (scheduler and settings["backend"] != "dask") or \
+            (ray_address and settings["backend"] != "ray"):
         raise click.UsageError("--scheduler goes with --backend dask, --ray-address with "
                                "--backend ray")
-    llm = LLMOptions(llm_model, llm_base_url, max_cost_usd)
-    settings = dict(
-        data=data, target=target, trainers=split_list(trainers), metric=metric, cv=cv,
-        cv_scheme=cv_scheme, seed=seed, max_iterations=max_iterations, patience=patience,
-        time_budget=time_budget, n_jobs=n_jobs, backend=backend,
-        backend_address=scheduler or ray_address, ensemble=not no_ensemble, prune=not no_prune,
-        margin=margin, selection=selection,
-        split=split_from(time_column, group_column, holdout_fraction, post_outcome_columns),
-        keep_flagged_columns=keep_flagged_columns, experiment=experiment,
-        register_name=register_name,
-        register="never" if no_register else register_policy, tracking_uri=tracking_uri,
-        diagnostics=not no_diagnostics,
-        llm=llm, code=code_from(**code), candidates=candidates, optuna_storage=optuna_storage,
-        encoding=encoding, merge_label_variants=merge_label_variants, resume=resume,
-        started=started)
+    settings["backend_address"] = scheduler or ray_address
+    front = dict(
+        data=o["data"], target=o["target"],
+        split=split_from(o["time_column"], o["group_column"], o["holdout_fraction"],
+                         o["post_outcome_columns"]),
+        keep_flagged_columns=o["keep_flagged_columns"], experiment=o["experiment"],
+        register_name=o["register_name"],
+        register="never" if o["no_register"] else o["register"],
+        tracking_uri=o["tracking_uri"], diagnostics=not o["no_diagnostics"],
+        llm=LLMOptions(o["llm_model"], o["llm_base_url"], o["max_cost_usd"]),
+        code=code_from(**{k: o[k] for k in CODE_OPTIONS}), candidates=o["candidates"],
+        optuna_storage=o["optuna_storage"], encoding=o["encoding"],
+        merge_label_variants=o["merge_label_variants"], resume=o["resume"], started=started,
+        **settings)
     exit_on_user_error(
-        lambda: _run(state, replay=replay, proposer=proposer, quiet=quiet, kwargs=settings),
+        lambda: _run(state, replay=o["replay"], proposer=o["proposer"], quiet=o["quiet"],
+                     kwargs=front),
         kept=lambda: _kept(state.get("tracker")))
 
 

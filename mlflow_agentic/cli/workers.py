@@ -16,6 +16,7 @@ from mlflow_agentic.cli.options import (
     split_list,
     split_options,
 )
+from mlflow_agentic.cli.settings import setting_option
 from mlflow_agentic.engine.settings import SELECTION_RULES
 
 study_option = click.option("--study", required=True,
@@ -60,6 +61,7 @@ tracking_option = click.option(
               help="Registered model name when this worker finalizes.")
 @tracking_option
 @split_options
+@setting_option("cv_scheme")
 @encoding_option
 @click.option("--quiet", is_flag=True, help="No progress display.")
 def worker_command(study, storage, data, target, trainers, metric, cv, seed, n_trials, n_jobs,

@@ -91,7 +91,7 @@ class CompareOptions:
         return SearchSettings(max_iterations=None, patience=None,
                               max_attempts=self.budget_attempts, time_budget=self.time_budget,
                               cv=self.cv if cv is None else cv, cv_scheme=self.cv_scheme,
-                              metric=self.metric, trainers=trainers, random_state=seed,
+                              metric=self.metric, trainers=trainers, seed=seed,
                               ensemble=False, margin=self.margin)
 
     def budget_text(self) -> str:

@@ -73,7 +73,7 @@ def run_worker(data, *, study: str, storage: str, target: str | None = None,
                              split=split, keep_flagged_columns=keep_flagged_columns)
     settings = SearchSettings(max_iterations=None, patience=None, max_attempts=n_trials,
                               cv=cv, cv_scheme=cv_scheme, metric=agreed["metric"],
-                              trainers=tuple(agreed["trainers"]), random_state=seed,
+                              trainers=tuple(agreed["trainers"]), seed=seed,
                               n_jobs=n_jobs, prune=prune, ensemble=False, margin=margin,
                               refit=False)
     check_store(tracking_uri)

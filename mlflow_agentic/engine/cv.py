@@ -18,9 +18,8 @@ from sklearn.model_selection import (
     TimeSeriesSplit,
 )
 
+from mlflow_agentic.engine.settings import CV_SCHEMES
 from mlflow_agentic.errors import UserInputError
-
-CV_SCHEMES = ("auto", "stratified", "kfold", "group", "time")
 
 
 @dataclass(frozen=True)

@@ -94,7 +94,7 @@ class AgenticAutoML:
         if self.sandbox is None:  # code mode fits in the sandbox, not in these workers
             pool.warm_up()  # they import the scientific stack while the baseline and tracking run
         self.runner = BatchRunner(FoldData(dataset, splits, self.extra_X), pool, context.metric,
-                                  self._make_pruner(), s.random_state, self.sandbox)
+                                  self._make_pruner(), s.seed, self.sandbox)
         try:  # a failure from here on ends the observers' records too (FAILED, with why)
             self.observers.notify("on_search_start", context)
             run = self._search(context, pool)
@@ -115,7 +115,7 @@ class AgenticAutoML:
                              getattr(s.cv, "reason", "splitter given")))
         if self.briefing is not None and scheme == self.briefing.cv_scheme:
             why = self.briefing.cv_reason  # the briefing resolved it: its reason, not "user"
-        splits = make_splits(dataset, s.cv, s.random_state, scheme)
+        splits = make_splits(dataset, s.cv, s.seed, scheme)
         if s.backend_address is None and self.n_jobs > 1:
             self.n_jobs, note = workers_that_fit(
                 self.n_jobs, int(dataset.frame.memory_usage(deep=True).sum()))
@@ -127,7 +127,7 @@ class AgenticAutoML:
                                                                             dataset.task)),
             baseline_score=baseline.mean, baseline_fold_scores=baseline.fold_scores,
             n_splits=len(splits), max_iterations=s.max_iterations, patience=s.patience,
-            random_state=s.random_state, proposer_name=proposer_name(self.proposer),
+            random_state=s.seed, proposer_name=proposer_name(self.proposer),
             cv_reason=why, settings=self._recorded_settings(), cv_scheme=scheme,
             briefing=self.briefing, emit=self.observers.emit,
             deadline=(None if s.time_budget is None
@@ -200,7 +200,7 @@ class AgenticAutoML:
         model, refit_seconds = None, 0.0
         if s.refit:
             model, refit_seconds, best = refit(
-                history, best, ctx.dataset, pool, s.random_state,
+                history, best, ctx.dataset, pool, s.seed,
                 code_refit=lambda record: refit_code(self.sandbox, self.runner.folds.dataset,
                                                      record.candidate.code,
                                                      dropped_columns(record.candidate)))

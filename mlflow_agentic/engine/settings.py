@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from mlflow_agentic.engine.backends import BACKENDS
@@ -33,8 +33,24 @@ def register_policy(value: bool | str) -> str:
         raise UserInputError(f"--register {value!r}: unknown policy. "
                              f"{did_you_mean(str(value), REGISTER_POLICIES)}")
     return value
+
+
 DEFAULT_MAX_ITERATIONS = 8
 DEFAULT_PATIENCE = 3
+
+
+CV_SCHEMES = ("auto", "stratified", "kfold", "group", "time")
+"""How CV folds are built; ``auto`` follows the briefing's advice (``engine.cv``)."""
+
+
+def setting(default: Any, help: str, *, flag: str | None = None, metavar: str | None = None,
+            choices: tuple[str, ...] | None = None, minimum: float | None = None) -> Any:
+    """A field of ``SearchSettings`` with what the command line and the MLproject need to offer
+    it: its help, its flag (default: ``--`` + the name with dashes; ``--no-<name>`` for a
+    setting that is on by default), its choices and minimum. ``flag=""``: not on the command
+    line (set by the code that builds the settings)."""
+    return field(default=default, metadata={"help": help, "flag": flag, "metavar": metavar,
+                                            "choices": choices, "minimum": minimum})
 
 
 @dataclass(frozen=True)
@@ -44,40 +60,59 @@ class SearchSettings:
     Budget: seeds, then up to ``max_iterations`` reflection attempts, stopping after
     ``patience`` attempts without a verified improvement; ``max_attempts`` (seeds included) and
     ``time_budget`` (wall seconds) bound every proposer alike. At least one bound is required.
-    ``cv``: a fold count (the scheme from ``cv_scheme``) or fixed splits shared by searches.
-    ``margin``: how much the trivial baseline must be beaten by. ``n_jobs``: worker processes
-    (None: the cores this process may use, -1: all). ``prune``, ``ensemble``: see the loop.
+    Every field is declared once, here: the command line's options and the MLproject's
+    parameters are generated from these declarations (``cli.settings``).
     """
 
-    max_iterations: int | None = DEFAULT_MAX_ITERATIONS
-    patience: int | None = DEFAULT_PATIENCE
-    max_attempts: int | None = None
-    time_budget: float | None = None
-    cv: Any = 5
-    cv_scheme: str = "auto"
-    metric: str | None = None
-    trainers: tuple[str, ...] | None = None
-    random_state: int = 0
-    n_jobs: int | None = None
-    prune: bool = True
-    ensemble: bool = True
-    margin: float = 0.01
-    selection: str = "best"
-    """``best`` (top CV score) or ``one-se`` (cheapest within one standard error of it)."""
-    backend: str = "local"
-    """Where the fold fits run: ``local`` processes, or a ``dask`` or ``ray`` cluster."""
-    backend_address: str | None = None
-    """The cluster's address (a Dask scheduler, a Ray head); None: a local cluster."""
-    refit: bool = True
-    """Refit the selected attempt on all training rows (off for a worker of a shared study:
-    ``finalize`` selects and refits once, over every worker's attempts)."""
+    max_iterations: int | None = setting(
+        DEFAULT_MAX_ITERATIONS, "Reflection attempts after the seed candidates [default: 8; off "
+        "with --time-budget].", minimum=0)
+    patience: int | None = setting(
+        DEFAULT_PATIENCE, "Stop after this many attempts without a verified improvement "
+        "[default: 3; off with --time-budget].", minimum=1)
+    max_attempts: int | None = setting(
+        None, "Attempts in all, seeds included (a bound every proposer shares).", minimum=1)
+    time_budget: float | None = setting(
+        None, "Wall-clock budget for the whole command (search, refit, holdout, registration); "
+        "iterations and patience are off unless given.", metavar="SECONDS")
+    cv: Any = setting(5, "Cross-validation folds (or, from Python, fixed splits shared by "
+                      "searches).")
+    cv_scheme: str = setting("auto", "auto follows the briefing's advice (group / time / "
+                             "stratified).", choices=CV_SCHEMES)
+    metric: str | None = setting(
+        None, "roc_auc, log_loss, accuracy, balanced_accuracy, f1, roc_auc_ovr, rmse, mae, r2 "
+        "(default: by task).")
+    trainers: tuple[str, ...] | None = setting(
+        None, "Comma-separated trainers to search (default: all that fit the task).")
+    seed: int = setting(0, "Seed for CV splits, models and the proposer.")
+    n_jobs: int | None = setting(
+        None, "Worker processes for the CV folds; each model is single-threaded [default: the "
+        "cores this process may use; -1: all].")
+    prune: bool = setting(True, "Run every fold of every candidate (no fold-by-fold pruning).")
+    ensemble: bool = setting(True, "Do not try a greedy ensemble of the verified attempts at "
+                             "the end (a step of the search, after the loop).")
+    margin: float = setting(0.01, "How much a candidate must beat the trivial baseline by.")
+    selection: str = setting(
+        "best", "Which verified attempt is registered: the top CV score (best), or the "
+        "cheapest trainer within one standard error of it (one-se). Ties within one standard "
+        "error are reported either way.", choices=SELECTION_RULES)
+    backend: str = setting(
+        "local", "Where the CV folds run: local processes, or a Dask or Ray cluster (a local "
+        "one of --n-jobs workers unless --scheduler / --ray-address is given). Needs the [dask] "
+        "or [ray] extra.", choices=BACKENDS)
+    backend_address: str | None = setting(
+        None, "The cluster's address (a Dask scheduler, a Ray head); None: a local cluster.",
+        flag="")
+    refit: bool = setting(
+        True, "Refit the selected attempt on all training rows (off for a worker of a shared "
+        "study: finalize selects and refits once, over every worker's attempts).", flag="")
 
     def __post_init__(self) -> None:
         if self.trainers is not None and not isinstance(self.trainers, tuple):
             object.__setattr__(self, "trainers", tuple(self.trainers))
-        _at_least("max_iterations", self.max_iterations, 0)
-        _at_least("patience", self.patience, 1)
-        _at_least("max_attempts", self.max_attempts, 1)
+        for f in dataclasses.fields(self):
+            if f.metadata.get("minimum") is not None:
+                _at_least(f.name, getattr(self, f.name), f.metadata["minimum"])
         if self.time_budget is not None and not (
                 isinstance(self.time_budget, (int, float)) and math.isfinite(self.time_budget)
                 and self.time_budget > 0):
@@ -91,6 +126,9 @@ class SearchSettings:
             raise UserInputError(f"cv must be at least 2 folds, got {self.cv}")
         if self.n_jobs == 0:
             raise UserInputError("n_jobs 0: use 1 or more workers, or -1 for all cores")
+        if self.cv_scheme not in CV_SCHEMES:
+            raise UserInputError(f"cv scheme {self.cv_scheme!r}: expected one of "
+                                 f"{', '.join(CV_SCHEMES)}")
         if self.backend not in BACKENDS:
             raise UserInputError(f"backend {self.backend!r}: expected "
                                  f"{', '.join(BACKENDS[:-1])} or {BACKENDS[-1]}")
@@ -111,15 +149,18 @@ class SearchSettings:
         return dataclasses.replace(settings or cls(), **changes)
 
     @classmethod
-    def budgeted(cls, *, max_iterations: int | None = None, patience: int | None = None,
-                 time_budget: float | None = None, **rest: Any) -> SearchSettings:
-        """The command line's rule: iterations and patience default to 8 and 3, and are off
-        with a time budget unless given."""
-        if time_budget is None:
-            max_iterations = DEFAULT_MAX_ITERATIONS if max_iterations is None else max_iterations
-            patience = DEFAULT_PATIENCE if patience is None else patience
-        return cls.of(max_iterations=max_iterations, patience=patience,
-                      time_budget=time_budget, **rest)
+    def budgeted(cls, settings: SearchSettings | None = None, **overrides: Any
+                 ) -> SearchSettings:
+        """The front door's rule: iterations and patience (None: not given) default to 8 and 3,
+        and are off with a time budget unless given. ``settings``, when given, is taken as is
+        (with ``overrides``)."""
+        if settings is None:
+            budgeted = overrides.get("time_budget") is not None
+            for name, default in (("max_iterations", DEFAULT_MAX_ITERATIONS),
+                                  ("patience", DEFAULT_PATIENCE)):
+                if overrides.get(name) is None:
+                    overrides[name] = None if budgeted else default
+        return cls.of(settings, **overrides)
 
     def replace(self, **changes: Any) -> SearchSettings:
         return SearchSettings.of(self, **changes)

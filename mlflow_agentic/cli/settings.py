@@ -1,0 +1,131 @@
+"""The command line's options for ``SearchSettings`` and the MLproject's ``main`` entry point,
+generated: each setting is declared once (``engine.settings``: name, type, default, help,
+choices) and each other option of ``run`` once (its click option)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+import click
+
+from mlflow_agentic.cli.options import WholeNumber, blank_to_none, named_list, optional_float
+from mlflow_agentic.engine.settings import SearchSettings
+
+BUDGETED = ("max_iterations", "patience")
+"""Unset on the command line means "8 and 3, off with --time-budget" (``budgeted``)."""
+
+
+def offered() -> list[dataclasses.Field]:
+    """The settings the command line offers (a field with ``flag=""`` is set by code)."""
+    return [f for f in dataclasses.fields(SearchSettings) if f.metadata.get("flag") != ""]
+
+
+def flag_of(f: dataclasses.Field) -> str:
+    if f.metadata.get("flag"):
+        return f.metadata["flag"]
+    dashed = f.name.replace("_", "-")
+    return f"--no-{dashed}" if f.default is True else f"--{dashed}"
+
+
+def option_for(f: dataclasses.Field) -> Callable:
+    """One click option from one field: its type from the annotation, its default from the
+    field (checks stay in ``SearchSettings``, reported as bad input)."""
+    meta, kind = f.metadata, str(f.type)
+    common = dict(help=meta["help"], metavar=meta.get("metavar"))
+    if kind == "bool":
+        return click.option(flag_of(f), f.name, is_flag=True, flag_value=not f.default,
+                            default=f.default, help=meta["help"])
+    if meta.get("choices"):
+        return click.option(flag_of(f), f.name, type=click.Choice(meta["choices"]),
+                            default=f.default, show_default=True, help=meta["help"])
+    if kind.startswith("tuple"):
+        return click.option(flag_of(f), f.name, callback=_names, default=f.default, **common)
+    if kind.startswith("float"):
+        return click.option(flag_of(f), f.name, callback=optional_float,
+                            default=f.default, show_default=f.default is not None, **common)
+    if kind.startswith("int") or f.name == "cv":
+        default = None if f.name in BUDGETED else f.default
+        return click.option(flag_of(f), f.name, type=WholeNumber(allow_blank=default is None),
+                            default=default, show_default=default is not None, **common)
+    return click.option(flag_of(f), f.name, callback=blank_to_none, default=f.default,
+                        **common)
+
+
+def _names(ctx, param, value):
+    from mlflow_agentic.cli.options import split_list
+
+    value = named_list(ctx, param, value)
+    return tuple(split_list(value)) if value is not None else None
+
+
+def settings_options(command: Callable) -> Callable:
+    """Every offered setting as an option of ``command``."""
+    for f in reversed(offered()):
+        command = option_for(f)(command)
+    return command
+
+
+def setting_option(name: str) -> Callable:
+    """The option of one setting (for commands that offer only some)."""
+    return option_for(next(f for f in offered() if f.name == name))
+
+
+def pop_settings(options: dict) -> dict:
+    """The settings among a command's parsed options (taken out of ``options``)."""
+    return {f.name: options.pop(f.name) for f in offered() if f.name in options}
+
+
+MLPROJECT_MAIN = ("data", "target", "proposer", "trainers", "max_iterations", "patience",
+                  "max_attempts", "time_budget", "n_jobs", "backend", "cv", "cv_scheme",
+                  "metric", "seed", "margin", "selection", "register_name", "register",
+                  "experiment", "time_column", "group_column", "holdout_fraction",
+                  "post_outcome_columns", "llm_model", "llm_base_url", "max_cost_usd",
+                  "replay", "encoding", "max_experiments", "critic_model")
+"""The options of ``run`` offered as ``-P`` parameters of the MLproject's ``main``."""
+
+
+def mlproject_main(run: click.Command) -> str:
+    """The ``main`` entry point's YAML, generated from the ``run`` command's options: a
+    whole-number option is a float parameter (MLflow passes numbers as floats), everything
+    else a string whose default reads as a word (``auto`` / ``none``: unset)."""
+    params = {p.name: p for p in run.params}
+    lines = ["  main:", "    parameters:"]
+    flags = []
+    for name in MLPROJECT_MAIN:
+        param = params[name]
+        flag = max(param.opts, key=len)
+        if param.required:
+            lines.append(f"      {name}: path")
+        elif isinstance(param.type, (WholeNumber, click.types.IntParamType)) and \
+                param.default is not None:
+            lines.append(f"      {name}: {{type: float, default: {param.default}}}")
+        else:
+            default = param.default if isinstance(param.default, (str, int, float)) else None
+            word = ("none" if default is None and name not in _AUTO_WORDS else
+                    "auto" if default is None else default)
+            lines.append(f"      {name}: {{type: string, default: {word}}}")
+        flags.append(f"{flag} {{{name}}}")
+    lines.append("    command: >-")
+    line = "      python -m mlflow_agentic run"
+    for part in flags:
+        if len(line) + len(part) + 1 > 96:
+            lines.append(line)
+            line = "     "
+        line += " " + part
+    lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+_AUTO_WORDS = ("target", "trainers", "max_iterations", "patience", "n_jobs", "metric",
+               "register_name", "experiment", "holdout_fraction", "llm_model", "llm_base_url",
+               "encoding", "critic_model")
+"""Unset parameters that mean "chosen for you" read ``auto``; the others read ``none``."""
+
+
+def main_block(text: str) -> str:
+    """The ``main`` entry point's block of an MLproject file's text."""
+    start = text.index("  main:\n")
+    end = text.index("\n\n", start)
+    return text[start:end + 1]
+

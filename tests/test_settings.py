@@ -1,0 +1,55 @@
+"""Each setting is declared once: the command line's options, the MLproject's parameters and
+``search()`` take it from ``SearchSettings`` (name, type, default, help, choices)."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from pathlib import Path
+
+import pytest
+
+from mlflow_agentic.api import search
+from mlflow_agentic.cli.run import run_command
+from mlflow_agentic.cli.settings import BUDGETED, flag_of, main_block, mlproject_main, offered
+from mlflow_agentic.engine.settings import SearchSettings
+from mlflow_agentic.errors import UserInputError
+
+ROOT = Path(__file__).resolve().parents[1]
+OPTIONS = {p.name: p for p in run_command.params}
+
+
+@pytest.mark.parametrize("field", offered(), ids=lambda f: f.name)
+def test_every_setting_is_an_option_of_run_with_its_declared_default(field):
+    option = OPTIONS[field.name]
+    assert flag_of(field) in option.opts
+    assert option.help == field.metadata["help"]
+    if field.name in BUDGETED:  # unset: 8 and 3, off with a time budget (budgeted)
+        assert option.default is None and f"default: {field.default}" in option.help
+    elif field.type == "bool":
+        assert option.default is field.default and option.flag_value is (not field.default)
+    else:
+        assert option.default == field.default
+    if field.metadata.get("choices"):
+        assert tuple(option.type.choices) == field.metadata["choices"]
+
+
+def test_the_mlproject_main_entry_point_is_the_generated_one():
+    """Regenerate with ``python -m mlflow_agentic.cli.mlproject``."""
+    text = (ROOT / "MLproject").read_text()
+    assert main_block(text) == mlproject_main(run_command)
+
+
+def test_search_declares_no_setting_of_its_own():
+    """``search()`` takes settings as ``settings=`` or keyword overrides, never as parameters
+    with defaults of their own."""
+    parameters = set(inspect.signature(search).parameters)
+    fields = {f.name for f in dataclasses.fields(SearchSettings)}
+    assert parameters & fields == set()
+
+
+def test_an_unknown_override_and_a_bad_value_are_refused_before_reading_the_data(tmp_path):
+    with pytest.raises(TypeError, match="unknown search setting 'max_iteration'"):
+        search(tmp_path / "never-read.csv", max_iteration=3)
+    with pytest.raises(UserInputError, match="cv must be at least 2"):
+        search(tmp_path / "never-read.csv", cv=1)
