@@ -95,7 +95,7 @@ def search(
     settings = SearchSettings.budgeted(settings, **overrides)  # validated here, once
     seed, metric = settings.seed, settings.metric
     say = say or _warn
-    dataset = _dataset(data, target, encoding, merge_label_variants)
+    dataset = load_dataset(data, target, encoding, merge_label_variants)
     for note in dataset.notes:
         say(f"note: {note}")
     size = size_note(dataset, settings.time_budget)
@@ -191,7 +191,9 @@ def _warn(line: str) -> None:
     warnings.warn(line, stacklevel=3)
 
 
-def _dataset(data, target: str | None, encoding: str | None, merge_label_variants: bool = False):
+def load_dataset(data, target: str | None, encoding: str | None = None,
+                 merge_label_variants: bool = False) -> Dataset:
+    """``data`` (a path, a DataFrame or a ``Dataset``) as a checked ``Dataset``."""
     import pandas as pd
 
 

@@ -174,3 +174,53 @@ def test_no_private_attribute_of_another_module_is_used():
                         isinstance(n.value, ast.Name) and n.value.id in ("self", "cls")):
                 offenders.append(f"{path.relative_to(PACKAGE)}:{n.lineno} .{n.attr}")
     assert offenders == []
+
+
+LAYERS = [
+    {"errors", "lazy", "evidence"},
+    {"metrics", "records"},
+    {"trainers"},
+    {"data", "llm", "sandbox"},
+    {"verify"},
+    {"engine"},
+    {"briefing", "proposers", "scoring"},
+    {"orchestrator"},
+    {"tracking"},
+    {"api", "compare", "bench", "progress"},
+    {"distributed"},
+    {"cli"},
+    {"__main__"},
+]
+"""The parts from the bottom up: a part imports only parts of lower layers (the records are
+the engine's ``types`` and ``protocol``, the vocabulary every part shares)."""
+
+
+def test_every_import_arrow_points_down_the_layers():
+    layer = {part: n for n, parts in enumerate(LAYERS) for part in parts}
+    graph = part_graph()
+    assert set(graph) | {p for targets in graph.values() for p in targets} <= set(layer), \
+        "a part with no layer: add it to LAYERS"
+    upward = [f"{source} -> {target}" for source, targets in sorted(graph.items())
+              for target in sorted(targets) if layer[target] >= layer[source]]
+    assert upward == []
+
+
+@pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")),
+                         ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_only_tracking_talks_to_mlflow(path):
+    """Every ``import mlflow`` (at any depth of a function) is under ``tracking/``; the MLflow
+    plugins live outside the package, in ``plugins/``."""
+    if path.relative_to(PACKAGE).parts[0] == "tracking":
+        return
+    assert "mlflow" not in imported_roots(path)
+
+
+def test_no_private_name_is_imported_from_another_module():
+    offenders = []
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+                    "mlflow_agentic") and any(a.name.startswith("_") and
+                                              not a.name.startswith("__") for a in node.names):
+                offenders.append(f"{path.relative_to(PACKAGE)}:{node.lineno} {node.module}")
+    assert offenders == []

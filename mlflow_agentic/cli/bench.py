@@ -23,21 +23,18 @@ def bench_traps(seed, experiment, tracking_uri) -> None:
     """Six generated churn-like tasks, five with a planted trap (post-outcome leak, time order,
     groups, near-duplicates, class imbalance) and a clean control: which traps the search
     catches, and which a naive AutoML falls into, on the same sealed holdout."""
-    import contextlib
     import os
 
-    import mlflow
     from rich.console import Console
 
     from mlflow_agentic.bench.traps import format_table, run_bench
+    from mlflow_agentic.tracking.store import current_uri, project_run, use_store
 
-    if tracking_uri:
-        mlflow.set_tracking_uri(tracking_uri)
+    use_store(tracking_uri)
     console = Console(width=max(Console().width, 120))
     # under `mlflow run -e bench` the project's run is the outer run: tasks nest under it
     under_project = bool(os.environ.get("MLFLOW_RUN_ID"))
-    outer = mlflow.start_run() if under_project else contextlib.nullcontext()
-    with outer:
+    with project_run():
         rows = run_bench(seed, experiment=None if under_project else experiment,
                          progress=lambda msg: console.print(f"[dim]{msg}[/]"))
     console.print(format_table(rows))
@@ -51,6 +48,6 @@ def bench_traps(seed, experiment, tracking_uri) -> None:
     where = "nested under this project run" if under_project else \
         f"experiment {experiment!r}"
     click.echo(f"runs: one parent run per task (tag bench=traps), {where}, at "
-               f"{mlflow.get_tracking_uri()}")
+               f"{current_uri()}")
 
 

@@ -130,13 +130,13 @@ def _datasets(data: tuple[str, ...], target: str | None, encoding: str | None = 
 
 
 def _compare(datasets, options, experiment, tracking_uri, output, quiet) -> None:
-    import mlflow
     from rich.console import Console
 
     from mlflow_agentic.compare import compare
     from mlflow_agentic.compare.report import console_table, proposer_grid, ranking_grid
     from mlflow_agentic.progress import ArmProgress
     from mlflow_agentic.tracking.comparison import ComparisonTracker
+    from mlflow_agentic.tracking.store import current_uri
 
     if "llm" in options.proposers and not options.llm_replay:
         check_llm_endpoint(options.llm, "Start the server, drop llm from --proposers, or "
@@ -157,7 +157,7 @@ def _compare(datasets, options, experiment, tracking_uri, output, quiet) -> None
     if result.ranking:
         out.print(console_table(ranking_grid(result.ranking)))
         out.print(f"ranking run: {result.run_id}")
-    uri = mlflow.get_tracking_uri()
+    uri = current_uri()
     click.echo(f"comparison id: {result.comparison_id} (tag agentic.comparison_id)")
     if output:
         click.echo(f"report files: {output}")

@@ -49,14 +49,12 @@ def promote_command(model, from_alias, to_alias, data, max_gap, min_improvement,
     def work() -> None:
         import os
 
-        import mlflow
-
         os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
 
         from mlflow_agentic.tracking.promotion import promote
+        from mlflow_agentic.tracking.store import use_store
 
-        if tracking_uri:
-            mlflow.set_tracking_uri(tracking_uri)
+        use_store(tracking_uri)
         result["outcome"] = promote(model, from_alias=from_alias, to_alias=to_alias,
                                     data=data, max_gap=max_gap,
                                     min_improvement=min_improvement, dry_run=dry_run,

@@ -128,8 +128,6 @@ def _kept(tracker) -> str:
 
 
 def _run(state: dict, *, replay, proposer, quiet, kwargs) -> None:
-    import mlflow
-
     from mlflow_agentic.api import search
     from mlflow_agentic.progress import RichProgress, RunIdLine
     from mlflow_agentic.tracking import MlflowTracker
@@ -150,15 +148,21 @@ def _run(state: dict, *, replay, proposer, quiet, kwargs) -> None:
     outcome = search(proposer=proposer,
                      observers=[first] if quiet else [first, RichProgress()],
                      tracker=tracker, say=say_note, **kwargs)
-    result = outcome.run
+    _report(outcome, tracker, kwargs)
 
+
+def _report(outcome, tracker, kwargs: dict) -> None:
+    """What the search ended with, where MLflow has it, and what to do next."""
+    from mlflow_agentic.tracking.store import current_uri
+
+    result = outcome.run
     click.echo(outcome.summary())
     for line in result.problems():  # said even with --quiet
         click.secho(f"warning: {line}", fg="yellow", err=True)
     if kwargs["time_budget"] is not None:
         spent = time.perf_counter() - kwargs["started"]
         click.echo(f"time: {spent:.1f}s of the {kwargs['time_budget']:g}s budget")
-    click.echo(f"search run: {outcome.run_id} (tracking URI {mlflow.get_tracking_uri()})")
+    click.echo(f"search run: {outcome.run_id} (tracking URI {current_uri()})")
     if outcome.model_version is not None:
         mv = outcome.model_version
         if outcome.alias_note.startswith(f"@{outcome.alias} ->"):
@@ -186,5 +190,5 @@ def _run(state: dict, *, replay, proposer, quiet, kwargs) -> None:
     if link.startswith(("http://", "https://")):  # a tracking server serves its own UI
         click.echo(f"browse it:  {link}")
     else:
-        click.echo(f"browse it:  mlflow ui --backend-store-uri {mlflow.get_tracking_uri()} "
+        click.echo(f"browse it:  mlflow ui --backend-store-uri {current_uri()} "
                    f"--port 5000, then open http://127.0.0.1:5000/{link}")

@@ -138,10 +138,10 @@ def finalize_command(study, storage, data, register_name, no_register, no_diagno
 
 
 def _report_finalized(result) -> None:
-    import mlflow
+    from mlflow_agentic.tracking.store import current_uri
 
     click.echo(result.summary())
-    click.echo(f"search run: {result.run_id} (tracking URI {mlflow.get_tracking_uri()})")
+    click.echo(f"search run: {result.run_id} (tracking URI {current_uri()})")
     if result.model_version is not None:
         mv = result.model_version
         click.echo(f"registered: models:/{mv.name} version {mv.version} ({result.alias_note})")

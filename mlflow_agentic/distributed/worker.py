@@ -63,11 +63,11 @@ def run_worker(data, *, study: str, storage: str, target: str | None = None,
     """Work on study ``study`` in ``storage`` (an Optuna RDB URL) until it holds ``n_trials``
     trials (all workers together). The first worker creates the study and the search run.
     ``finalize_last``: the last worker to finish (no trial still running) finalizes, once."""
-    from mlflow_agentic.api import _dataset
+    from mlflow_agentic.api import load_dataset
 
     say = say or (lambda line: None)
     split = split or SplitOptions()
-    dataset = _dataset(data, target, encoding)
+    dataset = load_dataset(data, target, encoding)
     agreed = shared_settings(dataset, trainers=trainers, metric=metric, cv=cv,
                              cv_scheme=cv_scheme, seed=seed, margin=margin, prune=prune,
                              split=split, keep_flagged_columns=keep_flagged_columns)

@@ -44,6 +44,33 @@ MAX_EXPERIMENT_NAME = 500
 """MLflow's limits, checked before the search so nothing is computed for a name it refuses."""
 
 
+def current_uri() -> str:
+    """The tracking URI this process records to (what the commands print)."""
+    import mlflow
+
+    return mlflow.get_tracking_uri()
+
+
+def project_run():
+    """Under ``mlflow run``, the project's run as the outer run (work nests under it); else a
+    context that does nothing."""
+    import contextlib
+
+    if not os.environ.get("MLFLOW_RUN_ID"):
+        return contextlib.nullcontext()
+    import mlflow
+
+    return mlflow.start_run()
+
+
+def use_store(uri: str | None) -> None:
+    """Record to ``uri`` from now on (None: leave the current store)."""
+    if uri:
+        import mlflow
+
+        mlflow.set_tracking_uri(uri)
+
+
 def check_names(*, register_name: str | None, experiment: str | None, dataset_name: str,
                 register: bool = True) -> None:
     """Refuse a registered-model or experiment name MLflow would refuse at the end of the
