@@ -137,7 +137,7 @@ def search(
         resume = last_unfinished(uri, experiment or f"{dataset.name}-agentic", dataset.name)
         say(f"--resume last: search run {resume}")
     if resume:
-        tracker.resume = _resume_point(resume, uri, say)
+        tracker.continue_search(_resume_point(resume, uri, say))
         # an LLM search's recorded calls are answered from its traces, not asked again
         llm = dataclasses.replace(llm, resumed=tracker.resume.llm_calls)
     result = run_search(dataset, make, settings, split=split,

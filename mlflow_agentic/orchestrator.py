@@ -168,7 +168,7 @@ def search_sealed(
     scorer = HoldoutScorer(task.holdout, briefing.dataset.classes)
     all_observers = [scorer, *observers]
     if tracker is not None:
-        tracker.auto_finish = False
+        tracker.expect_finish()
         all_observers.insert(0, tracker)
     automl = AgenticAutoML(make_proposer(), settings.replace(cv_scheme=briefing.cv_scheme),
                            verifier=verifier, observers=all_observers, briefing=briefing,

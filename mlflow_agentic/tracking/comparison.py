@@ -44,7 +44,7 @@ class ComparisonTracker:
     def start(self, name: str, tags: dict[str, str], params: dict[str, object]) -> str:
         """Start a comparison run; under ``mlflow run`` the outermost one is the project's."""
         from mlflow_agentic.tracking import context
-        from mlflow_agentic.tracking.recorder import mark_model_training
+        from mlflow_agentic.tracking.search_run import mark_model_training
 
         self.configure()
         self._tokens.append(context.begin(comparison_id=tags.get(TAG_ID, "")))

@@ -42,6 +42,11 @@ class MlflowTracker(AttemptRecorder):
         self.alias_note = ""
         """What became of the alias at registration (moved, or kept on a better version)."""
 
+    def expect_finish(self) -> None:
+        """The caller calls ``finish(run, report, holdout)`` after scoring the holdout (the
+        orchestrator): the end of the loop does not finish the search."""
+        self.auto_finish = False
+
     def on_search_end(self, run: EngineeringRun) -> None:
         super().on_search_end(run)
         if self.auto_finish:

@@ -1,0 +1,53 @@
+"""``Connection``: the tracking store one search writes to, and how it is retried.
+
+Two retry policies over one store: calls the search waits for (``call``, ``client``: retried
+with backoff for a window, then the search stops with what is kept) and the attempt records the
+writer thread sends (``sending``: no window; the journal keeps them meanwhile).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable
+
+import mlflow
+
+from mlflow_agentic.tracking.journal import log_batch
+from mlflow_agentic.tracking.store import Retrying, RetryingClient
+
+
+class Connection:
+    """Connects to ``tracking_uri`` (None: the configured store) when built."""
+
+    def __init__(self, tracking_uri: str | None, recorded: Callable[[], str],
+                 say: Callable[[str], None], next_step: Callable[[], str]) -> None:
+        if tracking_uri:
+            mlflow.set_tracking_uri(tracking_uri)
+            mlflow.tracing.reset()  # traces follow the new store
+        self.uri = mlflow.get_tracking_uri()
+        if self.uri.startswith(("http://", "https://")):  # our retries say what happens;
+            os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")  # MLflow's are silent
+            # and one "View run ... at" line per attempt run ended would drown the progress
+            os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
+        self.retrying = Retrying(self.uri, recorded, say=say, next_step=next_step)
+        self.store = mlflow.MlflowClient()
+        """The client itself, for the writer thread (which retries on its own policy)."""
+        self.client = RetryingClient(self.store, self.retrying)
+        self.sending = Retrying(self.uri, recorded, say=say, window=math.inf)
+        """The writer's retries: no window, the search goes on while the store is down."""
+
+    def call(self, what: str, fn, *args, **kwargs):
+        return self.retrying.call(what, fn, *args, **kwargs)
+
+    def log(self, run_id: str, metrics: dict, params: dict, tags: dict,
+            steps: dict | None = None) -> None:
+        """One batch (``journal.log_batch``), retried while the store does not answer."""
+        log_batch(self.client, run_id, metrics, params, tags, steps)
+
+    def link(self, path: str) -> str:
+        """A path of the MLflow UI: absolute for a tracking server, else as ``mlflow ui`` on
+        the same store serves it."""
+        if self.uri.startswith(("http://", "https://")):
+            return f"{self.uri.rstrip('/')}/{path}"
+        return path

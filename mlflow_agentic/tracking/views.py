@@ -1,0 +1,53 @@
+"""The MLflow UI's shared view of one search: its attempts, best CV first, with the columns
+that tell the story, opened by a link with no click (an experiment tag
+``mlflow.sharedViewState.<key>`` and ``?viewStateShareKey=<key>``)."""
+
+from __future__ import annotations
+
+import json
+from urllib.parse import quote, urlencode
+
+SHARED_VIEW = "mlflow.sharedViewState."
+"""The MLflow UI's shared views: an experiment tag holding the view as JSON, opened by
+``?viewStateShareKey=<key>``."""
+
+
+def view_state(parent_run_id: str, metric) -> dict:
+    """The runs table of this search: its attempts, sorted by CV, with rank, selected, tie, CV
+    and its spread, holdout, gap and fit time as columns (and nothing else)."""
+    m = metric.name
+    tags = [f"tags.`{t}`" for t in ("rank", "tie", "selected")]
+    names = (f"cv_{m}", f"holdout_{m}", "gap", f"cv_{m}_std", "fit_seconds")
+    metrics = [f"metrics.`{k}`" for k in names]  # what matters first
+    columns = [*tags, *metrics, "attributes.`Models`"]
+    widths = dict(zip(tags, (56, 48, 76), strict=True)) | {
+        key: max(72, 8 * len(name) + 12) for key, name in zip(metrics, names, strict=True)}
+    return {"searchFilter": f"tags.`mlflow.parentRunId` = '{parent_run_id}'",
+            "orderByKey": f"metrics.`cv_{m}`", "orderByAsc": not metric.greater_is_better,
+            "lifecycleFilter": "Active", "datasetsFilter": [], "modelVersionFilter":
+            "All Runs", "startTime": "ALL", "selectedColumns": columns,
+            "columnOrder": columns, "columnWidths": widths, "runsHiddenMode": "SHOW_ALL"}
+
+
+def share_view(client, experiment_id: str, parent_run_id: str, view: dict) -> bool:
+    """Write the view as an experiment tag; False if the store refused."""
+    try:
+        client.set_experiment_tag(experiment_id, f"{SHARED_VIEW}{parent_run_id}",
+                                  json.dumps(view))
+    except Exception:
+        return False
+    return True
+
+
+def runs_path(experiment_id: str, parent_run_id: str, view: dict, shared: bool) -> str:
+    """The UI path that opens the view: by its share key, or (when the tag could not be
+    written) by the search facets the UI reads from its URL."""
+    if shared:
+        query = urlencode({"viewStateShareKey": parent_run_id,
+                           "workflowType": "machine_learning"}, quote_via=quote)
+    else:
+        query = urlencode({key: view[key] for key in ("searchFilter", "orderByKey")}
+                          | {"orderByAsc": str(view["orderByAsc"]).lower(),
+                             # the UI's own switch; a fresh browser otherwise opens GenAI
+                             "workflowType": "machine_learning"}, quote_via=quote)
+    return f"#/experiments/{experiment_id}/runs?{query}"
