@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from mlflow_agentic.data import Dataset
-from mlflow_agentic.engine.settings import SearchSettings, register_policy
+from mlflow_agentic.engine.settings import SearchSettings, TrackingOptions
 from mlflow_agentic.errors import UserInputError
 from mlflow_agentic.metrics import resolve_metric
 from mlflow_agentic.orchestrator import run_search
@@ -39,14 +39,10 @@ def search(
     target: str | None = None,
     *,
     settings: SearchSettings | None = None,
+    tracking: TrackingOptions | None = None,
     proposer: str | Callable[[], Any] = "optuna",
     split=None,
     keep_flagged_columns: bool = False,
-    experiment: str | None = None,
-    register_name: str | None = None,
-    register: bool | str = True,
-    diagnostics: bool = True,
-    tracking_uri: str | None = None,
     llm=None,
     code: CodeOptions | None = None,
     candidates: str | None = None,
@@ -60,32 +56,19 @@ def search(
     say: Callable[[str], None] | None = None,
     **overrides: Any,
 ):
-    """Search ``data`` for a verified model, tracked in MLflow; returns a ``SearchResult``.
+    """Search ``data`` (a CSV/Parquet path, a DataFrame or a ``Dataset``) for a verified
+    model, tracked in MLflow; returns a ``SearchResult`` (the run, the briefing, the holdout
+    report, and where MLflow has it: ``run_id``, ``model_uri``, ``model_version``).
 
-    ``data``: a CSV/Parquet path, a DataFrame, or a ``Dataset``. How the search runs is one
-    ``SearchSettings``: ``settings``, or its fields as keyword ``overrides`` (``trainers``,
-    ``metric``, ``cv``, ``seed``, ``max_iterations`` and ``patience`` (default 8 and 3, off
-    with a ``time_budget`` in seconds for the whole call), ``n_jobs``, ``selection``,
-    ``ensemble``...; an unknown name is refused with the closest). ``proposer``: ``optuna``,
-    ``random``, ``sequence``, ``llm`` (``llm=LLMOptions(...)``), or a zero-argument callable
-    returning a proposer (called only after the holdout is sealed).
-    ``split``: a ``SplitOptions`` (time/group column, holdout fraction,
-    post-outcome columns). ``diagnostics``: the selected model's holdout diagnostics (MLflow's
-    evaluator, predictions, permutation importance) on its run (~10 s on churn).
-    The result carries the run, the briefing, the holdout report, and where MLflow has it
-    (``run_id``, ``model_uri``, ``model_version``). ``say`` gets notes (how the file was read,
-    tracking retries, stale runs); default: warnings. ``resume``: the run id of a killed
-    search to continue with the same data and settings: its finished attempts are read back
-    from MLflow and not run again, and an LLM search's recorded calls are answered from their
-    traces, not asked again (``tracking.resume``). ``proposer="code"``: the LLM writes each
-    candidate (``code=CodeOptions(...)``), run in a sandbox checked before anything is logged;
-    its budget is ``code.max_experiments`` attempts. ``merge_label_variants``: merge target
-    labels that differ only in case or surrounding spaces (refused otherwise). ``register``:
-    ``"better"`` (or True; the default) registers a new version only when the selected model
-    beats the current ``@challenger`` beyond the noise of the same sealed rows;
-    ``"always"`` every search; ``"never"`` (or False) logs the model only.
+    How it runs is one ``SearchSettings`` and where it is recorded one ``TrackingOptions``:
+    ``settings`` and ``tracking``, or their fields as keyword ``overrides`` (an unknown name is
+    refused with the closest). ``proposer``: ``optuna``, ``random``, ``sequence``, ``llm``,
+    ``code``, or a zero-argument callable returning a proposer (called after the holdout is
+    sealed). ``resume``: a killed search's run id, or ``"last"``. Bad input raises
+    ``UserInputError`` before anything is logged. The docs' Python guide has every option.
     """
     code = code or CodeOptions()
+    tracking = TrackingOptions.taken_from(tracking, overrides)
     if proposer == "code":  # each attempt is one experiment; code attempts refit in the sandbox
         for name in ("max_iterations", "patience"):
             if overrides.get(name) is None:
@@ -93,63 +76,82 @@ def search(
         overrides["ensemble"] = False
     started = time.perf_counter() if started is None else started
     settings = SearchSettings.budgeted(settings, **overrides)  # validated here, once
-    seed, metric = settings.seed, settings.metric
     say = say or _warn
+    dataset = _read(data, target, encoding, merge_label_variants, settings, say)
+    settings = settings.replace(trainers=resolve_trainers(settings.trainers, dataset.task))
+    llm = llm or LLMOptions()
+    make_with = _proposer_factory(proposer, candidates, llm, code, settings, dataset,
+                                  optuna_storage)
+    check_names(register_name=tracking.register_name, experiment=tracking.experiment,
+                dataset_name=dataset.name, register=tracking.register != "never")
+    sandbox = code.sandbox() if proposer == "code" else None  # fail closed, before logging
+    tracker = _tracker(tracker, tracking, dataset, resume, say)
+    if tracker.resume is not None:
+        # an LLM search's recorded calls are answered from its traces, not asked again
+        llm = dataclasses.replace(llm, resumed=tracker.resume.llm_calls)
+    result = run_search(dataset, lambda: make_with(llm), settings, split=split,
+                        keep_flagged_columns=keep_flagged_columns, tracker=tracker,
+                        observers=observers, started=started, sandbox=sandbox,
+                        restored=tracker.resume.attempts if tracker.resume else None)
+    return result.tracked(tracker)
+
+
+def _tracker(tracker, tracking: TrackingOptions, dataset, resume, say):
+    """The tracker (made from ``tracking`` unless given), after the store is checked (a store
+    we cannot use is the user's to fix, first); with ``resume``, the killed search it
+    continues, read back before anything is sealed or logged."""
+    uri = check_store(tracking.tracking_uri)
+    if tracker is None:
+        tracker = MlflowTracker(experiment=tracking.experiment,
+                                register_name=tracking.register_name,
+                                register=tracking.register, tracking_uri=tracking.tracking_uri,
+                                say=say, diagnostics=tracking.diagnostics)
+    if resume == LAST:  # the latest unfinished search of this experiment on this file
+        resume = last_unfinished(uri, tracking.experiment or f"{dataset.name}-agentic",
+                                 dataset.name)
+        say(f"--resume last: search run {resume}")
+    if resume:
+        tracker.continue_search(_resume_point(resume, uri, say))
+    return tracker
+
+
+def _read(data, target, encoding, merge_label_variants, settings: SearchSettings,
+          say) -> Dataset:
+    """The data, read and checked, with what was noticed said; the metric checked against its
+    task (before anything is logged)."""
     dataset = load_dataset(data, target, encoding, merge_label_variants)
     for note in dataset.notes:
         say(f"note: {note}")
     size = size_note(dataset, settings.time_budget)
     if size:
         say(size)
-    resolve_metric(metric, dataset.task)  # fail before anything is logged
-    allowed = resolve_trainers(settings.trainers, dataset.task)
-    settings = settings.replace(trainers=allowed)
-    llm = llm or LLMOptions()
-    make = proposer if callable(proposer) else None
-    if make is None:
-        if candidates and proposer != "sequence":
-            raise UserInputError("candidates only apply to the sequence proposer")
-        if proposer in ("llm", "code") and llm.recording is None:  # before anything is logged
-            check_llm_endpoint(llm, "Start the server (or pass --llm-base-url), use another "
-                               "--proposer, or replay an earlier search with --replay RUN_ID",
-                               proposer)
+    resolve_metric(settings.metric, dataset.task)
+    return dataset
 
-        # a candidates file is read (and checked) now, so a bad one fails before sealing; a
-        # fixed list knows nothing of the rows. Every other proposer is built after sealing.
-        listed = load_candidates(candidates, allowed, dataset) if candidates else None
 
-        def make():
-            if listed is not None:
-                return listed
-            return build_proposer(proposer, seed=seed, trainers=allowed, dataset=dataset,
-                                  optuna_storage=optuna_storage, llm=llm, code=code)
+def _proposer_factory(proposer, candidates, llm, code, settings: SearchSettings, dataset,
+                      optuna_storage) -> Callable:
+    """``make(llm)``: the proposer, built only after the holdout is sealed. What can be
+    checked now is (an endpoint that does not answer, a bad candidates file: before sealing;
+    a fixed list knows nothing of the rows)."""
+    if callable(proposer):
+        return lambda _llm: proposer()
+    if candidates and proposer != "sequence":
+        raise UserInputError("candidates only apply to the sequence proposer")
+    if proposer in ("llm", "code") and llm.recording is None:
+        check_llm_endpoint(llm, "Start the server (or pass --llm-base-url), use another "
+                           "--proposer, or replay an earlier search with --replay RUN_ID",
+                           proposer)
+    listed = load_candidates(candidates, list(settings.trainers), dataset) if candidates else None
 
-    register = register_policy(register)
-    check_names(register_name=register_name, experiment=experiment,
-                dataset_name=dataset.name, register=register != "never")
-    sandbox = code.sandbox() if proposer == "code" else None  # fail closed, before logging
-    uri = check_store(tracking_uri)  # a store we cannot use is the user's to fix: first
-    if tracker is None:
-        tracker = MlflowTracker(experiment=experiment, register_name=register_name,
-                                register=register, tracking_uri=tracking_uri, say=say,
-                                diagnostics=diagnostics)
-    if resume == LAST:  # the latest unfinished search of this experiment on this file
-        resume = last_unfinished(uri, experiment or f"{dataset.name}-agentic", dataset.name)
-        say(f"--resume last: search run {resume}")
-    if resume:
-        tracker.continue_search(_resume_point(resume, uri, say))
-        # an LLM search's recorded calls are answered from its traces, not asked again
-        llm = dataclasses.replace(llm, resumed=tracker.resume.llm_calls)
-    result = run_search(dataset, make, settings, split=split,
-                        keep_flagged_columns=keep_flagged_columns, tracker=tracker,
-                        observers=observers, started=started, sandbox=sandbox,
-                        restored=tracker.resume.attempts if resume else None)
-    result.run_id = tracker.parent_run_id
-    result.model_uri = tracker.model_uri
-    result.model_version = tracker.model_version
-    result.alias = tracker.alias
-    result.alias_note = tracker.alias_note
-    return result
+    def make(llm):
+        if listed is not None:
+            return listed
+        return build_proposer(proposer, seed=settings.seed, trainers=list(settings.trainers),
+                              dataset=dataset, optuna_storage=optuna_storage, llm=llm,
+                              code=code)
+
+    return make
 
 
 def _resume_point(run_id, uri: str, say):

@@ -62,6 +62,13 @@ class SearchResult:
     def summary(self) -> str:
         return f"{self.run.summary()}\n{self.holdout.line()}"
 
+    def tracked(self, tracker) -> SearchResult:
+        """This result with where ``tracker`` recorded it."""
+        self.run_id, self.model_uri = tracker.parent_run_id, tracker.model_uri
+        self.model_version, self.alias = tracker.model_version, tracker.alias
+        self.alias_note = tracker.alias_note
+        return self
+
 
 @dataclass
 class SealedTask:

@@ -224,3 +224,17 @@ def test_no_private_name_is_imported_from_another_module():
                                               not a.name.startswith("__") for a in node.names):
                 offenders.append(f"{path.relative_to(PACKAGE)}:{node.lineno} {node.module}")
     assert offenders == []
+
+
+def test_rooms_stay_small():
+    """No class over 250 lines, no function over 60 (signature and docstring included): a
+    room that grows past them is split by what it does."""
+    big = []
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            limit = (250 if isinstance(node, ast.ClassDef) else
+                     60 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else None)
+            if limit and node.end_lineno - node.lineno + 1 > limit:
+                big.append(f"{path.relative_to(PACKAGE)}:{node.lineno} {node.name} "
+                           f"({node.end_lineno - node.lineno + 1} lines)")
+    assert big == []

@@ -10,10 +10,8 @@ from mlflow_agentic.cli.options import (
     blank_to_none,
     encoding_option,
     exit_on_user_error,
-    named_list,
     say_note,
     split_from,
-    split_list,
     split_options,
 )
 from mlflow_agentic.cli.settings import setting_option
@@ -38,20 +36,15 @@ tracking_option = click.option(
 @click.option("--data", required=True, help="The search's CSV or Parquet file (the same rows "
               "on every worker: checked by digest).")
 @click.option("--target", callback=blank_to_none, help="Target column (default: detected).")
-@click.option("--trainers", callback=named_list,
-              help="Comma-separated trainers (default: all that fit the task).")
-@click.option("--metric", callback=blank_to_none, help="Metric (default: by task).")
-@click.option("--cv", type=WholeNumber(min=2), default=5, show_default=True,
-              help="Cross-validation folds.")
-@click.option("--seed", type=WholeNumber(), default=0, show_default=True,
-              help="Seed of the split and the folds (the same on every worker).")
+@setting_option("trainers")
+@setting_option("metric")
+@setting_option("cv")
+@setting_option("seed")
 @click.option("--n-trials", type=WholeNumber(min=1), default=20, show_default=True,
               help="Trials in the study, all workers together; a worker stops when it is full.")
-@click.option("--n-jobs", type=WholeNumber(allow_blank=True), default=None,
-              help="Processes for this worker's CV folds [default: its cores].")
-@click.option("--margin", type=click.FloatRange(0, 1, max_open=True), default=0.01,
-              show_default=True, help="How much a candidate must beat the trivial baseline by.")
-@click.option("--no-prune", is_flag=True, help="Run every fold of every candidate.")
+@setting_option("n_jobs")
+@setting_option("margin")
+@setting_option("prune")
 @click.option("--experiment", callback=blank_to_none,
               help="MLflow experiment (default: <data file stem>-agentic).")
 @click.option("--finalize", "finalize_last", is_flag=True,
@@ -65,7 +58,7 @@ tracking_option = click.option(
 @encoding_option
 @click.option("--quiet", is_flag=True, help="No progress display.")
 def worker_command(study, storage, data, target, trainers, metric, cv, seed, n_trials, n_jobs,
-                   margin, no_prune, experiment, finalize_last, register_name, tracking_uri,
+                   margin, prune, experiment, finalize_last, register_name, tracking_uri,
                    time_column, group_column, holdout_fraction, post_outcome_columns,
                    cv_scheme, keep_flagged_columns, encoding, quiet) -> None:
     """Work on a shared search: ask the study for trials, cross-validate them here, record each
@@ -78,9 +71,9 @@ def worker_command(study, storage, data, target, trainers, metric, cv, seed, n_t
 
     def work() -> None:
         result = run_worker(
-            data, study=study, storage=storage, target=target, trainers=split_list(trainers),
+            data, study=study, storage=storage, target=target, trainers=trainers,
             metric=metric, cv=cv, cv_scheme=cv_scheme, seed=seed, n_trials=n_trials,
-            n_jobs=n_jobs, margin=margin, prune=not no_prune,
+            n_jobs=n_jobs, margin=margin, prune=prune,
             split=split_from(time_column, group_column, holdout_fraction,
                              post_outcome_columns),
             keep_flagged_columns=keep_flagged_columns, experiment=experiment,

@@ -85,74 +85,15 @@ class Dataset:
         if not isinstance(df, pd.DataFrame):
             raise UserInputError(f"expected a pandas DataFrame, got {type(df).__name__}")
         where = f" in {source}" if source else ""
-        if df.empty or df.shape[1] == 0:
-            raise UserInputError(f"the data{where} has no rows or no columns")
-        df = df.copy()
-        df.columns = [str(c) for c in df.columns]
-        _refuse_duplicate_columns(list(df.columns), where)
-        if target is None:
-            target = infer_target(list(df.columns), where=where)
-        elif target not in df.columns:
-            raise UserInputError(
-                f"target column {target!r} not found{where}. Columns: {', '.join(df.columns)}"
-            )
-        if df.shape[1] < 2:
-            raise UserInputError(f"the data{where} has only the target column; no features")
-
-        y_raw = df[target]
-        missing = _missing_mask(y_raw)
-        if missing.all():
-            raise UserInputError(f"target {target!r} is missing in all {len(df)} rows{where}")
-        if _is_text(y_raw) and y_raw.nunique() > 2:
-            _refuse_numbers_with_text(y_raw, target, where)
-        notes = []
-        if missing.any():
-            notes.append(f"dropped {int(missing.sum())} rows whose target {target!r} is missing")
-            df = df.loc[~missing].reset_index(drop=True)
-        if _is_text(df[target]) and task != "regression":
-            df[target] = _label_variants(df[target], target, where, merge_label_variants,
-                                         notes)
-        if _is_text(df[target]) and _numeric_share(df[target]) == 1.0 and df[target].nunique() > 2:
-            df[target] = parse_numeric_text(df[target])
-        if task != "regression" and pd.api.types.is_numeric_dtype(df[target]):
-            infinite = np.isinf(df[target].to_numpy(dtype=float))
-            if infinite.any():
-                raise UserInputError(
-                    f"target {target!r} is infinite in {int(infinite.sum())} rows{where} (first: "
-                    f"{_row(int(np.flatnonzero(infinite)[0]), where)}); a target must be "
-                    "finite: fix or blank those cells (rows with a blank target are dropped)")
-
+        df, target = _with_target(df, target, where)
+        missing = _missing_mask(df[target])
+        notes: list[str] = []
+        df = _clean_target(df, target, task, where, merge_label_variants, missing, notes)
         task = task or infer_task(df[target])
         if task not in TASKS:
             raise UserInputError(f"unknown task {task!r}. Valid: {', '.join(TASKS)}")
-        classes: tuple = ()
-        if task != "regression":
-            values = sorted(df[target].dropna().unique(), key=_sort_key)
-            if len(values) < 2:
-                raise UserInputError(
-                    f"target {target!r} has a single class {values[0]!r} in {len(df)} rows{where};"
-                    " a classifier needs at least two"
-                )
-            classes = tuple(v.item() if hasattr(v, "item") else v for v in values)
-            _refuse_too_many_classes(df[target], target, len(classes), where)
-            if task == "binary" and len(classes) != 2:
-                raise UserInputError(
-                    f"task 'binary' needs exactly 2 classes; target {target!r} has {len(classes)}"
-                )
-        elif not pd.api.types.is_numeric_dtype(df[target]):
-            raise UserInputError(f"task 'regression' needs a numeric target; {target!r} is text")
-
-        columns = {c: infer_column(c, df[c]) for c in df.columns if c != target}
-        infinite_cells: dict[str, np.ndarray] = {}
-        for c, info in columns.items():  # typed once, here: the pipeline's coercion is a no-op
-            if info.kind == "numeric":
-                df[c] = (parse_numeric_text(df[c]) if info.numeric_text
-                         else pd.to_numeric(df[c], errors="coerce")).astype(float)
-                infinite = np.isinf(df[c].to_numpy())
-                if infinite.any():  # as a model sees it at prediction time: missing, imputed
-                    df.loc[infinite, c] = np.nan
-                    infinite_cells[c] = infinite
-                    notes.append(_infinite_note(c, infinite))
+        classes = _classes(df[target], target, task, where)
+        columns, infinite_cells = _typed_columns(df, target, notes)
         if not any(info.is_feature for info in columns.values()):
             raise UserInputError(
                 f"no usable feature columns{where}: "
@@ -474,3 +415,87 @@ def _numeric_share(series: pd.Series) -> float:
 
 def _sort_key(value):
     return (str(type(value).__name__), value)
+
+
+def _with_target(df: pd.DataFrame, target: str | None, where: str) -> tuple[pd.DataFrame, str]:
+    """A copy with string column names, no duplicate names, the target found (or inferred),
+    and at least one other column."""
+    if df.empty or df.shape[1] == 0:
+        raise UserInputError(f"the data{where} has no rows or no columns")
+    df = df.copy()
+    df.columns = [str(c) for c in df.columns]
+    _refuse_duplicate_columns(list(df.columns), where)
+    if target is None:
+        target = infer_target(list(df.columns), where=where)
+    elif target not in df.columns:
+        raise UserInputError(
+            f"target column {target!r} not found{where}. Columns: {', '.join(df.columns)}"
+        )
+    if df.shape[1] < 2:
+        raise UserInputError(f"the data{where} has only the target column; no features")
+    return df, target
+
+
+def _clean_target(df: pd.DataFrame, target: str, task: str | None, where: str,
+                  merge_label_variants: bool, missing, notes: list[str]) -> pd.DataFrame:
+    """Rows without a target dropped (noted), label variants refused or merged, numbers stored
+    as text parsed, an infinite class label refused."""
+    y_raw = df[target]
+    if missing.all():
+        raise UserInputError(f"target {target!r} is missing in all {len(df)} rows{where}")
+    if _is_text(y_raw) and y_raw.nunique() > 2:
+        _refuse_numbers_with_text(y_raw, target, where)
+    if missing.any():
+        notes.append(f"dropped {int(missing.sum())} rows whose target {target!r} is missing")
+        df = df.loc[~missing].reset_index(drop=True)
+    if _is_text(df[target]) and task != "regression":
+        df[target] = _label_variants(df[target], target, where, merge_label_variants, notes)
+    if _is_text(df[target]) and _numeric_share(df[target]) == 1.0 and df[target].nunique() > 2:
+        df[target] = parse_numeric_text(df[target])
+    if task != "regression" and pd.api.types.is_numeric_dtype(df[target]):
+        infinite = np.isinf(df[target].to_numpy(dtype=float))
+        if infinite.any():
+            raise UserInputError(
+                f"target {target!r} is infinite in {int(infinite.sum())} rows{where} (first: "
+                f"{_row(int(np.flatnonzero(infinite)[0]), where)}); a target must be "
+                "finite: fix or blank those cells (rows with a blank target are dropped)")
+    return df
+
+
+def _classes(y: pd.Series, target: str, task: str, where: str) -> tuple:
+    """A classifier's classes, sorted (at least two; exactly two for binary); () for a
+    regression, whose target must be numeric."""
+    if task == "regression":
+        if not pd.api.types.is_numeric_dtype(y):
+            raise UserInputError(f"task 'regression' needs a numeric target; {target!r} is text")
+        return ()
+    values = sorted(y.dropna().unique(), key=_sort_key)
+    if len(values) < 2:
+        raise UserInputError(
+            f"target {target!r} has a single class {values[0]!r} in {len(y)} rows{where};"
+            " a classifier needs at least two"
+        )
+    classes = tuple(v.item() if hasattr(v, "item") else v for v in values)
+    _refuse_too_many_classes(y, target, len(classes), where)
+    if task == "binary" and len(classes) != 2:
+        raise UserInputError(
+            f"task 'binary' needs exactly 2 classes; target {target!r} has {len(classes)}"
+        )
+    return classes
+
+
+def _typed_columns(df: pd.DataFrame, target: str, notes: list[str]):
+    """Each feature column typed once, here (the pipeline's coercion is then a no-op); an
+    infinite number becomes missing, as a model sees it at prediction time (noted)."""
+    columns = {c: infer_column(c, df[c]) for c in df.columns if c != target}
+    infinite_cells: dict[str, np.ndarray] = {}
+    for c, info in columns.items():
+        if info.kind == "numeric":
+            df[c] = (parse_numeric_text(df[c]) if info.numeric_text
+                     else pd.to_numeric(df[c], errors="coerce")).astype(float)
+            infinite = np.isinf(df[c].to_numpy())
+            if infinite.any():
+                df.loc[infinite, c] = np.nan
+                infinite_cells[c] = infinite
+                notes.append(_infinite_note(c, infinite))
+    return columns, infinite_cells

@@ -70,35 +70,8 @@ def seal_holdout(
     (random for regression), with near-duplicate rows kept on one side. Post-outcome columns are
     blanked in the holdout, as they would be at prediction time.
     """
-    for role, column in (("time", time_column), ("group", group_column)):
-        if column is not None and column not in dataset.frame.columns:
-            raise UserInputError(f"unknown {role} column {column!r}. Columns: "
-                                 f"{', '.join(dataset.X.columns)}")
-        if column is not None and column == dataset.target:
-            raise UserInputError(f"the {role} column cannot be the target {column!r}")
-    if dataset.target in post_outcome_columns:
-        raise UserInputError(f"{dataset.target!r} is the target, not a post-outcome column: "
-                             "the holdout's target is always sealed. Post-outcome columns are "
-                             "features known only after the outcome")
-    unknown = [c for c in post_outcome_columns if c not in dataset.X.columns]
-    if unknown:
-        raise UserInputError(f"unknown post-outcome column(s) {', '.join(map(repr, unknown))}. "
-                             f"Columns: {', '.join(dataset.X.columns)}")
-    fraction = holdout_fraction
-    if fraction is None:
-        fraction = GROUP_FRACTION if group_column else DEFAULT_FRACTION
-    if not (isinstance(fraction, (int, float)) and 0 < fraction <= 0.5):
-        raise UserInputError(f"holdout fraction must be in (0, 0.5], got {fraction!r}")
-
-    if dataset.task != "regression":
-        counts = dataset.y.value_counts()
-        if counts.min() < 2:
-            rare = counts[counts < 2]
-            raise UserInputError(
-                f"class{'es' if len(rare) > 1 else ''} "
-                f"{', '.join(repr(c) for c in rare.index[:5])} of target {dataset.target!r} "
-                f"{'have' if len(rare) > 1 else 'has'} a single row: a class needs rows to "
-                "learn from and rows to score on the holdout. Drop or merge those rows")
+    fraction = _checked(dataset, time_column, group_column, holdout_fraction,
+                        post_outcome_columns)
     n = dataset.n_rows
     n_holdout = math.ceil(fraction * n)
     if n - n_holdout < 2 or n_holdout < 1:
@@ -109,31 +82,11 @@ def seal_holdout(
         order = np.argsort(times.fillna(times.min()).to_numpy(), kind="stable")
         train_rows, hold_rows, scheme = order[: n - n_holdout], order[n - n_holdout:], "time"
     elif group_column:
-        groups = dataset.frame[group_column].astype(str).to_numpy()
-        n_groups = len(np.unique(groups))
-        if n_groups < MIN_GROUPS:
-            raise UserInputError(f"group column {group_column!r} has {n_groups} groups; at least "
-                                 f"{MIN_GROUPS} are needed to hold whole groups out")
-        splitter = GroupShuffleSplit(n_splits=1, test_size=fraction, random_state=random_state)
-        train_rows, hold_rows = next(splitter.split(dataset.X, dataset.y, groups))
+        train_rows, hold_rows = _by_group(dataset, group_column, fraction, random_state)
         scheme = "group"
     else:
-        clusters = near_duplicate_clusters(dataset)
-        if duplicate_share(clusters) >= DUPLICATE_SHARE_WARNING:
-            splitter = GroupShuffleSplit(n_splits=1, test_size=fraction, random_state=random_state)
-            train_rows, hold_rows = next(splitter.split(dataset.X, dataset.y, clusters))
-            scheme = "near-duplicate clusters"
-        else:
-            clusters = None
-            stratify = dataset.y if dataset.task != "regression" else None
-            try:
-                train_rows, hold_rows = train_test_split(
-                    np.arange(n), test_size=n_holdout, random_state=random_state,
-                    stratify=stratify)
-            except ValueError:  # a class too small to stratify
-                train_rows, hold_rows = train_test_split(
-                    np.arange(n), test_size=n_holdout, random_state=random_state)
-            scheme = "stratified" if stratify is not None else "random"
+        train_rows, hold_rows, scheme, clusters = _by_rows(dataset, fraction, n_holdout,
+                                                           random_state)
     train_rows, hold_rows = np.sort(train_rows), np.sort(hold_rows)
 
     train = dataset.take(train_rows).with_roles(
@@ -162,3 +115,67 @@ def parse_time(series: pd.Series, column: str) -> pd.Series:
         raise UserInputError(f"time column {column!r} does not parse as dates: {int(bad.sum())} "
                              f"value(s) like {example!r}. Use ISO dates such as 2024-01-31")
     return (parsed - pd.Timestamp("1970-01-01")).dt.total_seconds()
+
+
+def _checked(dataset: Dataset, time_column, group_column, holdout_fraction,
+             post_outcome_columns) -> float:
+    """The split's options checked against the data; the holdout fraction resolved."""
+    for role, column in (("time", time_column), ("group", group_column)):
+        if column is not None and column not in dataset.frame.columns:
+            raise UserInputError(f"unknown {role} column {column!r}. Columns: "
+                                 f"{', '.join(dataset.X.columns)}")
+        if column is not None and column == dataset.target:
+            raise UserInputError(f"the {role} column cannot be the target {column!r}")
+    if dataset.target in post_outcome_columns:
+        raise UserInputError(f"{dataset.target!r} is the target, not a post-outcome column: "
+                             "the holdout's target is always sealed. Post-outcome columns are "
+                             "features known only after the outcome")
+    unknown = [c for c in post_outcome_columns if c not in dataset.X.columns]
+    if unknown:
+        raise UserInputError(f"unknown post-outcome column(s) {', '.join(map(repr, unknown))}. "
+                             f"Columns: {', '.join(dataset.X.columns)}")
+    fraction = holdout_fraction
+    if fraction is None:
+        fraction = GROUP_FRACTION if group_column else DEFAULT_FRACTION
+    if not (isinstance(fraction, (int, float)) and 0 < fraction <= 0.5):
+        raise UserInputError(f"holdout fraction must be in (0, 0.5], got {fraction!r}")
+    if dataset.task != "regression":
+        counts = dataset.y.value_counts()
+        if counts.min() < 2:
+            rare = counts[counts < 2]
+            raise UserInputError(
+                f"class{'es' if len(rare) > 1 else ''} "
+                f"{', '.join(repr(c) for c in rare.index[:5])} of target {dataset.target!r} "
+                f"{'have' if len(rare) > 1 else 'has'} a single row: a class needs rows to "
+                "learn from and rows to score on the holdout. Drop or merge those rows")
+    return fraction
+
+
+def _by_group(dataset: Dataset, group_column: str, fraction: float, random_state: int):
+    """Whole groups held out."""
+    groups = dataset.frame[group_column].astype(str).to_numpy()
+    n_groups = len(np.unique(groups))
+    if n_groups < MIN_GROUPS:
+        raise UserInputError(f"group column {group_column!r} has {n_groups} groups; at least "
+                             f"{MIN_GROUPS} are needed to hold whole groups out")
+    splitter = GroupShuffleSplit(n_splits=1, test_size=fraction, random_state=random_state)
+    return next(splitter.split(dataset.X, dataset.y, groups))
+
+
+def _by_rows(dataset: Dataset, fraction: float, n_holdout: int, random_state: int):
+    """Rows held out, stratified (random for regression); near-duplicate rows kept on one side
+    when they are common (then the clusters are returned, for the CV folds too)."""
+    clusters = near_duplicate_clusters(dataset)
+    if duplicate_share(clusters) >= DUPLICATE_SHARE_WARNING:
+        splitter = GroupShuffleSplit(n_splits=1, test_size=fraction, random_state=random_state)
+        train_rows, hold_rows = next(splitter.split(dataset.X, dataset.y, clusters))
+        return train_rows, hold_rows, "near-duplicate clusters", clusters
+    stratify = dataset.y if dataset.task != "regression" else None
+    rows = np.arange(dataset.n_rows)
+    try:
+        train_rows, hold_rows = train_test_split(rows, test_size=n_holdout,
+                                                 random_state=random_state, stratify=stratify)
+    except ValueError:  # a class too small to stratify
+        train_rows, hold_rows = train_test_split(rows, test_size=n_holdout,
+                                                 random_state=random_state)
+    return train_rows, hold_rows, "stratified" if stratify is not None else "random", None

@@ -50,54 +50,44 @@ def shared_settings(dataset, *, trainers, metric, cv, cv_scheme, seed, margin, p
 
 
 def run_worker(data, *, study: str, storage: str, target: str | None = None,
-               trainers: Sequence[str] | None = None, metric: str | None = None, cv: int = 5,
-               cv_scheme: str = "auto", seed: int = 0, n_trials: int = 20,
-               n_jobs: int | None = None, margin: float = 0.01, prune: bool = True,
-               split: SplitOptions | None = None, keep_flagged_columns: bool = False,
-               experiment: str | None = None, tracking_uri: str | None = None,
-               encoding: str | None = None, observers: Sequence = (),
-               say: Callable[[str], None] | None = None,
+               n_trials: int = 20, split: SplitOptions | None = None,
+               keep_flagged_columns: bool = False, experiment: str | None = None,
+               tracking_uri: str | None = None, encoding: str | None = None,
+               observers: Sequence = (), say: Callable[[str], None] | None = None,
                tracker_ready: Callable[[MlflowTracker], None] | None = None,
                finalize_last: bool = False, register_name: str | None = None,
-               diagnostics: bool = True) -> WorkerResult:
+               diagnostics: bool = True, **overrides) -> WorkerResult:
     """Work on study ``study`` in ``storage`` (an Optuna RDB URL) until it holds ``n_trials``
-    trials (all workers together). The first worker creates the study and the search run.
+    trials (all workers together; the first creates the study and the search run).
+    ``overrides``: ``SearchSettings`` fields, checked to agree between workers.
     ``finalize_last``: the last worker to finish (no trial still running) finalizes, once."""
     from mlflow_agentic.api import load_dataset
 
     say = say or (lambda line: None)
     split = split or SplitOptions()
     dataset = load_dataset(data, target, encoding)
-    agreed = shared_settings(dataset, trainers=trainers, metric=metric, cv=cv,
-                             cv_scheme=cv_scheme, seed=seed, margin=margin, prune=prune,
+    base = SearchSettings.of(**overrides)
+    agreed = shared_settings(dataset, trainers=list(base.trainers or []) or None,
+                             metric=base.metric, cv=base.cv, cv_scheme=base.cv_scheme,
+                             seed=base.seed, margin=base.margin, prune=base.prune,
                              split=split, keep_flagged_columns=keep_flagged_columns)
-    settings = SearchSettings(max_iterations=None, patience=None, max_attempts=n_trials,
-                              cv=cv, cv_scheme=cv_scheme, metric=agreed["metric"],
-                              trainers=tuple(agreed["trainers"]), seed=seed,
-                              n_jobs=n_jobs, prune=prune, ensemble=False, margin=margin,
-                              refit=False)
+    settings = base.replace(max_iterations=None, patience=None, max_attempts=n_trials,
+                            metric=agreed["metric"], trainers=tuple(agreed["trainers"]),
+                            ensemble=False, refit=False)
     check_store(tracking_uri)
     shared = SharedStudy(study, open_storage(storage), storage)
     shared.open()
     label = worker_label()
     shared.register(label)
-    task = seal(dataset, split=split, cv=cv, cv_scheme=cv_scheme, random_state=seed,
-                keep_flagged_columns=keep_flagged_columns)  # before any proposer exists
-    digest = frame_digest(task.dataset.frame)
-    if shared.created:
-        shared.record(digest, agreed)
-        run = SharedRun(None, shared.publish_run, study, label)
-        say(f"created study {study!r}; this worker creates the search run")
-    else:
-        shared.check(digest, agreed)
-        run = SharedRun(shared.run_id(), None, study, label)
-        say(f"joined study {study!r} and search run {run.run_id}")
+    task = seal(dataset, split=split, cv=base.cv, cv_scheme=base.cv_scheme,
+                random_state=base.seed, keep_flagged_columns=keep_flagged_columns)
+    run = _shared_run(shared, study, label, frame_digest(task.dataset.frame), agreed, say)
     tracker = MlflowTracker(experiment=experiment, tracking_uri=tracking_uri, say=say,
                             auto_finish=False, shared=run)
     if tracker_ready is not None:
         tracker_ready(tracker)
     # workers seed their samplers apart, or they would propose the same points
-    proposer = SharedOptunaProposer(shared, seed=seed * 1000 + _worker_number(label),
+    proposer = SharedOptunaProposer(shared, seed=base.seed * 1000 + _worker_number(label),
                                     n_trials=n_trials, first=shared.created)
     automl = AgenticAutoML(proposer, settings.replace(cv_scheme=task.briefing.cv_scheme),
                            observers=[tracker, *observers], briefing=task.briefing,
@@ -113,14 +103,32 @@ def run_worker(data, *, study: str, storage: str, target: str | None = None,
     done = WorkerResult(result, tracker.parent_run_id, shared.created)
     full = len(shared.study.get_trials(deepcopy=False)) >= n_trials  # not stopped early
     if finalize_last and full and not shared.running_trials() and shared.claim_finalize():
-        from mlflow_agentic.distributed.finalize import finalize
-
         say("this worker finished last: finalizing the search")
-        done.finalized = finalize(dataset, study=study, storage=storage,
-                                  tracking_uri=tracking_uri, register_name=register_name,
-                                  diagnostics=diagnostics, n_jobs=n_jobs, observers=observers,
-                                  say=say)
+        done.finalized = _finalize(dataset, study, storage, tracking_uri, register_name,
+                                   diagnostics, base.n_jobs, observers, say)
     return done
+
+
+def _finalize(dataset, study, storage, tracking_uri, register_name, diagnostics, n_jobs,
+              observers, say):
+    from mlflow_agentic.distributed.finalize import finalize
+
+    return finalize(dataset, study=study, storage=storage, tracking_uri=tracking_uri,
+                    register_name=register_name, diagnostics=diagnostics, n_jobs=n_jobs,
+                    observers=observers, say=say)
+
+
+def _shared_run(shared, study: str, label: str, digest: str, agreed: dict, say) -> SharedRun:
+    """The first worker records what every worker must agree on and will create the search
+    run; the others check they agree and join it."""
+    if shared.created:
+        shared.record(digest, agreed)
+        say(f"created study {study!r}; this worker creates the search run")
+        return SharedRun(None, shared.publish_run, study, label)
+    shared.check(digest, agreed)
+    run = SharedRun(shared.run_id(), None, study, label)
+    say(f"joined study {study!r} and search run {run.run_id}")
+    return run
 
 
 def _worker_number(label: str) -> int:

@@ -93,41 +93,18 @@ class BatchRunner:
         ``on_submitted()`` runs once the folds are on the workers (tracking overlaps them)."""
         started = time.perf_counter()
         states = [_State() for _ in batch]
-        tasks: list[tuple[int, int]] = []
-        futures = []
-        ready = []
         # every fold of every style this batch needs, in parallel, once per search; an error
         # is left to each candidate below, so it lands on that candidate's record
         with contextlib.suppress(Exception):
             self.folds.prepare([p.trainer.preprocessing for p in batch
                                 if p.error is None and p.restored is None
                                 and p.code is None], self.pool)
-        for i, plan in enumerate(batch):
-            state = states[i]
-            if plan.restored is not None:
-                self._restore(state, plan.restored)
-                continue
-            if plan.error is not None:
-                state.outcome.error, state.outcome.traceback = plan.error, plan.traceback
-                state.done = True
-                continue
-            if plan.code is not None:  # its own process does its folds, in the sandbox
-                state.outcome, state.done = self.run_code(plan), True
-                continue
-            try:
-                model = single_threaded(plan.trainer.build_model(
-                    self.folds.dataset.task, plan.params, self.random_state))
-                matrices = self.folds.matrices(plan.trainer.preprocessing)
-            except Exception as exc:
-                state.outcome.error = f"{type(exc).__name__}: {exc}"
-                state.outcome.traceback = traceback.format_exc()
-                state.done = True
-                continue
-            if self.pruner is not None:
-                state.trial = self.pruner.trial()
-            ready.append((i, model, matrices))
+        ready = [(i, *built) for i, plan in enumerate(batch)
+                 if (built := self._build(plan, states[i])) is not None]
         # candidate-major order (A1..A5 B1..B5), in proposal order (the seeds: cheap first): when
         # a time budget cuts a batch, the candidates that finished are whole ones
+        tasks: list[tuple[int, int]] = []
+        futures = []
         for i, model, matrices in ready:
             for k in range(self.folds.n_splits):
                 future = self.pool.submit(fit_fold, clone(model), matrices[k], self.classes,
@@ -154,6 +131,33 @@ class BatchRunner:
             if released == len(batch):
                 break
         self._finish(states)
+
+    def _build(self, plan: Planned, state: _State):
+        """``(model, fold matrices)`` for a candidate whose folds run on the workers; None
+        when its outcome is already known (restored, failed to build, or code mode's, which
+        runs its own folds in the sandbox)."""
+        if plan.restored is not None:
+            self._restore(state, plan.restored)
+            return None
+        if plan.error is not None:
+            state.outcome.error, state.outcome.traceback = plan.error, plan.traceback
+            state.done = True
+            return None
+        if plan.code is not None:  # its own process does its folds, in the sandbox
+            state.outcome, state.done = self.run_code(plan), True
+            return None
+        try:
+            model = single_threaded(plan.trainer.build_model(
+                self.folds.dataset.task, plan.params, self.random_state))
+            matrices = self.folds.matrices(plan.trainer.preprocessing)
+        except Exception as exc:
+            state.outcome.error = f"{type(exc).__name__}: {exc}"
+            state.outcome.traceback = traceback.format_exc()
+            state.done = True
+            return None
+        if self.pruner is not None:
+            state.trial = self.pruner.trial()
+        return model, matrices
 
     def run_code(self, plan: Planned) -> Outcome:
         """A code candidate's folds, each in its own sandbox container; scored here."""

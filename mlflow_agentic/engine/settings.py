@@ -183,3 +183,29 @@ def _at_least(name: str, value, low: int) -> None:
     if value < low:
         raise UserInputError(f"{name} must be >= {low}, got {value}")
 
+
+
+@dataclass(frozen=True)
+class TrackingOptions:
+    """Where a search is recorded and what the registry does with its model (the search
+    itself never depends on these)."""
+
+    experiment: str | None = None
+    """The MLflow experiment (default: ``<data file stem>-agentic``)."""
+    register_name: str | None = None
+    """The registered model (default: ``<data file stem>-agentic``)."""
+    register: bool | str = "better"
+    """One of ``REGISTER_POLICIES`` (True: ``better``; False: ``never``)."""
+    diagnostics: bool = True
+    """The selected model's holdout diagnostics on its run (~10 s on churn)."""
+    tracking_uri: str | None = None
+    """Default: ``$MLFLOW_TRACKING_URI``, else ``sqlite:///mlflow.db``."""
+
+    @classmethod
+    def taken_from(cls, tracking: TrackingOptions | None,
+                   overrides: dict[str, Any]) -> TrackingOptions:
+        """``tracking`` with the overrides that name its fields (taken out of ``overrides``)."""
+        names = [f.name for f in dataclasses.fields(cls)]
+        mine = {k: overrides.pop(k) for k in list(overrides) if k in names}
+        options = dataclasses.replace(tracking or cls(), **mine)
+        return dataclasses.replace(options, register=register_policy(options.register))

@@ -44,9 +44,7 @@ def record_result(rec, run: EngineeringRun, report=None, holdout=None, *,
 
     started = time.perf_counter()
     policy = register_policy(register)
-    register = policy != "never"
     m, best = run.metric, run.best_attempt
-    outcome = Registration()
     metrics: dict[str, float] = {}
     tags: dict[str, str] = {"status": "finished"}
     note = [f"### {run.summary()}", "", f"Stopped: {run.stop_reason}.", "",
@@ -59,57 +57,16 @@ def record_result(rec, run: EngineeringRun, report=None, holdout=None, *,
                      "explanations."]
     if holdout is not None and log_model:  # after scoring: for the promotion gate
         _log_holdout_rows(rec, holdout)
-    if report is not None:
-        _log_holdout(rec, run, report)
-        s = report.selected
-        if s is not None and s.error is None:
-            metrics[ev.holdout(m)] = ev.shown(s.holdout)
-            metrics[ev.GAP] = ev.shown(s.gap)
-            tags[ev.SELF_DECEIVED] = str(s.self_deceived).lower()
-            note.append(f"Selected model on the sealed holdout ({report.n_rows} rows): {m} "
-                        f"{s.holdout:.4f}; {explain_gap(m, s.cv, s.gap)}.")
-        tags["holdout"] = f"{report.n_rows} rows, {report.scheme}, digest {report.digest}"
+    _record_holdout(rec, run, report, metrics, tags, note)
     log_leaderboard(rec, run, report)
     rec.client.log_text(rec.parent_run_id, profile_html(rec.context.dataset), "data_profile.html")
     if rec.llm_exchanges:
         metrics.update(_llm_totals(rec.llm_exchanges))
         _write_llm_exchanges(rec)
-    if run.model is not None and not log_model:
-        note.append("Model not logged (a comparison run: evidence about the proposer).")
-    elif run.model is not None:
-        earlier = (models.version_of_search(_name(rec, register_name), rec.parent_run_id,
-                                            selected_id or "")
-                   if register and report is not None else None)
-        if earlier is not None:  # a resume of a search killed after it registered: reuse it
-            outcome = Registration(earlier.source)
-            note.append(f"Version {earlier.version} was registered from this search before it "
-                        "was interrupted: kept, no second version.")
-        else:
-            outcome = _log_on_selected(rec, run, report, holdout if diagnostics else None,
-                                       deadline)
-        standing = (_no_better(rec, run, holdout, report, register_name, alias)
-                    if policy == "better" and earlier is None and report is not None else "")
-        if standing:
-            outcome.alias_note = standing
-            note.append(f"Not registered: {standing}.")
-            tags.update({"registered_model": _name(rec, register_name),
-                         "registered_version": "none (within noise of the registered one)"})
-        elif register and report is not None:
-            outcome = _register(rec, run, best, report, outcome, register_name, alias,
-                                earlier)
-            version = outcome.model_version
-            note.append(f"Registered `{version.name}` version {version.version} from the "
-                        f"selected attempt's run: {outcome.alias_note}.")
-            tags.update({"registered_model": version.name,
-                         "registered_version": str(version.version)})
-        else:
-            note.append("Model logged on the selected attempt's run, not registered ("
-                        + ("registration disabled)." if not register else
-                           "no sealed-holdout evidence: a bare engine loop; "
-                           "mlflow_agentic.search() seals a holdout first and registers)."))
-    else:
-        tags["registered_model"] = "none"
-        note.append("Nothing verified: no model was logged or registered.")
+    outcome = _record_model(rec, run, report, holdout, note, tags, policy=policy,
+                            register_name=register_name, alias=alias, log_model=log_model,
+                            deadline=deadline, diagnostics=diagnostics,
+                            selected_id=selected_id)
     tags["mlflow.note.content"] = "\n".join(note)
     metrics["recording_seconds"] = time.perf_counter() - started  # all of the above
     rec.log(rec.parent_run_id, metrics, {}, tags)
@@ -325,3 +282,66 @@ def _write_llm_exchanges(rec) -> None:
         path.write_text("".join(json.dumps(e.to_record(), default=str) + "\n"
                                 for e in rec.llm_exchanges))
         rec.client.log_artifact(rec.parent_run_id, str(path))
+
+
+def _record_model(rec, run: EngineeringRun, report, holdout, note: list[str], tags: dict, *,
+                  policy: str, register_name, alias: str, log_model: bool, deadline,
+                  diagnostics: bool, selected_id) -> Registration:
+    """The selected model logged on its attempt's run and, by the registry policy and the
+    evidence, registered (or why not: appended to the search run's ``note`` and ``tags``)."""
+    register = policy != "never"
+    best = run.best_attempt
+    outcome = Registration()
+    if run.model is not None and not log_model:
+        note.append("Model not logged (a comparison run: evidence about the proposer).")
+    elif run.model is not None:
+        earlier = (models.version_of_search(_name(rec, register_name), rec.parent_run_id,
+                                            selected_id or "")
+                   if register and report is not None else None)
+        if earlier is not None:  # a resume of a search killed after it registered: reuse it
+            outcome = Registration(earlier.source)
+            note.append(f"Version {earlier.version} was registered from this search before it "
+                        "was interrupted: kept, no second version.")
+        else:
+            outcome = _log_on_selected(rec, run, report, holdout if diagnostics else None,
+                                       deadline)
+        standing = (_no_better(rec, run, holdout, report, register_name, alias)
+                    if policy == "better" and earlier is None and report is not None else "")
+        if standing:
+            outcome.alias_note = standing
+            note.append(f"Not registered: {standing}.")
+            tags.update({"registered_model": _name(rec, register_name),
+                         "registered_version": "none (within noise of the registered one)"})
+        elif register and report is not None:
+            outcome = _register(rec, run, best, report, outcome, register_name, alias,
+                                earlier)
+            version = outcome.model_version
+            note.append(f"Registered `{version.name}` version {version.version} from the "
+                        f"selected attempt's run: {outcome.alias_note}.")
+            tags.update({"registered_model": version.name,
+                         "registered_version": str(version.version)})
+        else:
+            note.append("Model logged on the selected attempt's run, not registered ("
+                        + ("registration disabled)." if not register else
+                           "no sealed-holdout evidence: a bare engine loop; "
+                           "mlflow_agentic.search() seals a holdout first and registers)."))
+    else:
+        tags["registered_model"] = "none"
+        note.append("Nothing verified: no model was logged or registered.")
+    return outcome
+
+
+def _record_holdout(rec, run: EngineeringRun, report, metrics: dict, tags: dict,
+                    note: list[str]) -> None:
+    """Every attempt's holdout score, and the selected model's beside its CV."""
+    m = run.metric
+    if report is not None:
+        _log_holdout(rec, run, report)
+        s = report.selected
+        if s is not None and s.error is None:
+            metrics[ev.holdout(m)] = ev.shown(s.holdout)
+            metrics[ev.GAP] = ev.shown(s.gap)
+            tags[ev.SELF_DECEIVED] = str(s.self_deceived).lower()
+            note.append(f"Selected model on the sealed holdout ({report.n_rows} rows): {m} "
+                        f"{s.holdout:.4f}; {explain_gap(m, s.cv, s.gap)}.")
+        tags["holdout"] = f"{report.n_rows} rows, {report.scheme}, digest {report.digest}"
