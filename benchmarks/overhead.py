@@ -71,7 +71,7 @@ def search(data: Path, max_iterations: int, seed: int, tracked: bool, loop_only:
 
     from mlflow_agentic import Dataset, OptunaProposer
     from mlflow_agentic.engine import AgenticAutoML
-    from mlflow_agentic.orchestrator import run_search
+    from mlflow_agentic.frontdoor.orchestrator import run_search
     from mlflow_agentic.tracking import MlflowTracker
 
     spent: dict[str, float] = defaultdict(float)

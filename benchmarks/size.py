@@ -41,7 +41,7 @@ def generate(n: int, seed: int = 0):
 
 
 def one(n: int) -> dict:
-    from mlflow_agentic.api import search
+    from mlflow_agentic.frontdoor.api import search
 
     frame = generate(n)
     tmp = Path(tempfile.mkdtemp(prefix="bench-size-"))

@@ -29,7 +29,7 @@ def search(data: Path, n_jobs: int, attempts: int, seed: int, store: Path) -> di
     import mlflow
 
     from mlflow_agentic import Dataset, OptunaProposer
-    from mlflow_agentic.orchestrator import seal, search_sealed
+    from mlflow_agentic.frontdoor.orchestrator import seal, search_sealed
     from mlflow_agentic.tracking import MlflowTracker
 
     mlflow.set_tracking_uri(f"sqlite:///{store}")

@@ -9,32 +9,31 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mlflow_agentic.lazy import lazy_getattr
-
-__version__ = "0.1.0"
+from mlflow_agentic.core.lazy import lazy_getattr
+from mlflow_agentic.core.version import __version__
 
 _EXPORTS = {
-    "search": "mlflow_agentic.api",
-    "run_search": "mlflow_agentic.orchestrator",
-    "SearchResult": "mlflow_agentic.orchestrator",
-    "SplitOptions": "mlflow_agentic.orchestrator",
+    "search": "mlflow_agentic.frontdoor.api",
+    "run_search": "mlflow_agentic.frontdoor.orchestrator",
+    "SearchResult": "mlflow_agentic.frontdoor.orchestrator",
+    "SplitOptions": "mlflow_agentic.frontdoor.orchestrator",
     "Dataset": "mlflow_agentic.data",
     "LLMOptions": "mlflow_agentic.proposers.factory",
     "CandidateProposer": "mlflow_agentic.proposers",
     "OptunaProposer": "mlflow_agentic.proposers",
     "RandomProposer": "mlflow_agentic.proposers",
     "SequenceProposer": "mlflow_agentic.proposers",
-    "SolutionCandidate": "mlflow_agentic.engine.types",
-    "AttemptRecord": "mlflow_agentic.engine.types",
-    "EngineeringRun": "mlflow_agentic.engine.types",
-    "StopKind": "mlflow_agentic.engine.types",
-    "StopReason": "mlflow_agentic.engine.types",
-    "Verdict": "mlflow_agentic.engine.types",
+    "SolutionCandidate": "mlflow_agentic.core.types",
+    "AttemptRecord": "mlflow_agentic.core.types",
+    "EngineeringRun": "mlflow_agentic.core.types",
+    "StopKind": "mlflow_agentic.core.types",
+    "StopReason": "mlflow_agentic.core.types",
+    "Verdict": "mlflow_agentic.core.types",
     "DeterministicVerifier": "mlflow_agentic.verify",
-    "AgenticError": "mlflow_agentic.errors",
-    "ProposerOutputError": "mlflow_agentic.errors",
-    "SandboxError": "mlflow_agentic.errors",
-    "UserInputError": "mlflow_agentic.errors",
+    "AgenticError": "mlflow_agentic.core.errors",
+    "ProposerOutputError": "mlflow_agentic.core.errors",
+    "SandboxError": "mlflow_agentic.core.errors",
+    "UserInputError": "mlflow_agentic.core.errors",
 }
 """Public name -> module. The engine loop itself (``AgenticAutoML``) is not here on purpose:
 it has no holdout and registers nothing; it lives in ``mlflow_agentic.engine``."""
@@ -65,9 +64,13 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from mlflow_agentic.api import search
-    from mlflow_agentic.data import Dataset
-    from mlflow_agentic.engine.types import (
+    from mlflow_agentic.core.errors import (
+        AgenticError,
+        ProposerOutputError,
+        SandboxError,
+        UserInputError,
+    )
+    from mlflow_agentic.core.types import (
         AttemptRecord,
         EngineeringRun,
         SolutionCandidate,
@@ -75,13 +78,9 @@ if TYPE_CHECKING:
         StopReason,
         Verdict,
     )
-    from mlflow_agentic.errors import (
-        AgenticError,
-        ProposerOutputError,
-        SandboxError,
-        UserInputError,
-    )
-    from mlflow_agentic.orchestrator import SearchResult, SplitOptions, run_search
+    from mlflow_agentic.data import Dataset
+    from mlflow_agentic.frontdoor.api import search
+    from mlflow_agentic.frontdoor.orchestrator import SearchResult, SplitOptions, run_search
     from mlflow_agentic.proposers import (
         CandidateProposer,
         OptunaProposer,

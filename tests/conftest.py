@@ -174,7 +174,7 @@ def registered_search(uri: str, dataset, name: str, candidates, seed: int = 0,
     """Search ``dataset`` with a fixed candidate list and register the best as ``name``
     (``register``: the registry policy)."""
     from mlflow_agentic import SequenceProposer
-    from mlflow_agentic.orchestrator import run_search
+    from mlflow_agentic.frontdoor.orchestrator import run_search
     from mlflow_agentic.tracking import MlflowTracker
 
     previous = mlflow.get_tracking_uri()

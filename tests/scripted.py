@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 
-from mlflow_agentic.engine.types import SolutionCandidate
+from mlflow_agentic.core.types import SolutionCandidate
 from mlflow_agentic.trainers import CategoricalParam, FloatParam, Trainer
 
 

@@ -11,7 +11,7 @@ from tests.imports import runtime_imports
 
 PACKAGE = Path(__file__).resolve().parents[1] / "mlflow_agentic"
 EDGE_LIBRARIES = {"mlflow", "openai", "docker"}
-CORE = ["engine", "verify", "proposers", "data", "trainers", "metrics.py", "errors.py"]
+CORE = ["core", "engine", "verify", "proposers", "data", "trainers"]
 
 
 def optional_imports(tree: ast.AST) -> set[int]:
@@ -59,7 +59,7 @@ def test_core_never_imports_mlflow_openai_or_docker(path):
 def test_core_never_imports_tracking_or_the_cli(path):
     imports = imported_roots(path)
     assert not any(m.startswith(("mlflow_agentic.tracking", "mlflow_agentic.cli",
-                                 "mlflow_agentic.progress")) for m in imports)
+                                 "mlflow_agentic.cli.progress")) for m in imports)
 
 
 def test_transforms_pickled_into_models_import_only_the_scientific_stack():
@@ -101,15 +101,8 @@ def test_the_package_root_is_the_honest_front_door():
         mlflow_agentic.AgenticAutoML  # noqa: B018 - the attribute access is the test
 
 
-RECORDS = ("mlflow_agentic.engine.types", "mlflow_agentic.engine.protocol")
-"""The engine's records and the proposer protocol: the vocabulary every part shares."""
-
-
 def part_of(module: str) -> str:
-    """The architectural part a module belongs to: its subpackage (or top-level module);
-    the records are a part of their own, below everything that uses them."""
-    if module.startswith(RECORDS):
-        return "records"
+    """The architectural part a module belongs to: its subpackage (or top-level module)."""
     parts = module.split(".")
     if len(parts) < 2 or not ((PACKAGE / parts[1]).is_dir()
                               or (PACKAGE / f"{parts[1]}.py").exists()):
@@ -177,22 +170,26 @@ def test_no_private_attribute_of_another_module_is_used():
 
 
 LAYERS = [
-    {"errors", "lazy", "evidence"},
-    {"metrics", "records"},
+    {"core"},
     {"trainers"},
     {"data", "llm", "sandbox"},
     {"verify"},
     {"engine"},
-    {"briefing", "proposers", "scoring"},
-    {"orchestrator"},
+    {"proposers", "scoring"},
     {"tracking"},
-    {"api", "compare", "bench", "progress"},
+    {"frontdoor"},
+    {"compare", "bench"},
     {"distributed"},
     {"cli"},
     {"__main__"},
 ]
-"""The parts from the bottom up: a part imports only parts of lower layers (the records are
-the engine's ``types`` and ``protocol``, the vocabulary every part shares)."""
+"""The parts from the bottom up: a part imports only parts of lower layers. ``core`` is the
+vocabulary every part shares (records, protocol, settings, observer hooks, metrics, errors)."""
+
+
+def test_the_package_root_holds_only_its_front_door():
+    """Every module lives in the folder of its layer; the root only names the public API."""
+    assert sorted(p.name for p in PACKAGE.glob("*.py")) == ["__init__.py", "__main__.py"]
 
 
 def test_every_import_arrow_points_down_the_layers():
@@ -205,14 +202,18 @@ def test_every_import_arrow_points_down_the_layers():
     assert upward == []
 
 
+HOMES = {"mlflow": "tracking", "openai": "llm", "docker": "sandbox"}
+"""The one folder that talks to each outside system (the MLflow plugins live in plugins/)."""
+
+
 @pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")),
                          ids=lambda p: str(p.relative_to(PACKAGE)))
-def test_only_tracking_talks_to_mlflow(path):
-    """Every ``import mlflow`` (at any depth of a function) is under ``tracking/``; the MLflow
-    plugins live outside the package, in ``plugins/``."""
-    if path.relative_to(PACKAGE).parts[0] == "tracking":
-        return
-    assert "mlflow" not in imported_roots(path)
+def test_each_outside_system_is_talked_to_from_one_folder(path):
+    """Every ``import mlflow`` (at any depth of a function) is under ``tracking/``, every
+    ``import openai`` under ``llm/``, every ``import docker`` under ``sandbox/``."""
+    folder = path.relative_to(PACKAGE).parts[0]
+    strays = {lib for lib, home in HOMES.items() if folder != home} & imported_roots(path)
+    assert strays == set()
 
 
 def test_no_private_name_is_imported_from_another_module():
@@ -238,3 +239,27 @@ def test_rooms_stay_small():
                 big.append(f"{path.relative_to(PACKAGE)}:{node.lineno} {node.name} "
                            f"({node.end_lineno - node.lineno + 1} lines)")
     assert big == []
+
+
+def test_no_module_imports_itself_back():
+    """No cycle between files either (batch <-> code was one): the modules of the package,
+    with their runtime imports (function-level ones included), form a DAG."""
+    modules = {".".join(("mlflow_agentic", *p.relative_to(PACKAGE).with_suffix("").parts))
+               .removesuffix(".__init__"): p for p in PACKAGE.rglob("*.py")}
+    graph = {m: {i for i in runtime_imports(p) if i in modules and i != m
+                 and modules[i].name != "__init__.py"}
+             for m, p in modules.items() if p.name != "__init__.py"}
+    state: dict[str, int] = {}
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                pytest.fail("import cycle: " + " -> ".join(path[path.index(nxt):] + [nxt]))
+            if nxt not in state:
+                visit(nxt, [*path, nxt])
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [node])

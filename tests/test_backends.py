@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from mlflow_agentic.api import search
+from mlflow_agentic.core.errors import UserInputError
 from mlflow_agentic.engine.backends import shutdown_clusters
-from mlflow_agentic.errors import UserInputError
+from mlflow_agentic.frontdoor.api import search
 
 SETTINGS = dict(trainers=["linear", "random_forest"], cv=3, seed=3, max_iterations=4,
                 patience=3, n_jobs=2, register=False, diagnostics=False)

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 import requests
 
-from mlflow_agentic.api import search
-from mlflow_agentic.errors import UserInputError
+from mlflow_agentic.core.errors import UserInputError
+from mlflow_agentic.frontdoor.api import search
 from mlflow_agentic.proposers.factory import CodeOptions, LLMOptions
 from mlflow_agentic.sandbox import Limits
 from tests.fakes.code_team import BROKEN, CHARGES_PER_MONTH, PLAIN, CodeTeam, section

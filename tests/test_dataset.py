@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from mlflow_agentic.core.errors import UserInputError
 from mlflow_agentic.data import Dataset
-from mlflow_agentic.errors import UserInputError
 from tests.conftest import CHURN
 
 

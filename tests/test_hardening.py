@@ -117,7 +117,7 @@ def test_bad_input_is_refused_with_the_value_named(case, tracking_uri, tmp_path,
 
 
 def test_the_cv_advice_is_a_value_that_works(tmp_path, frame):
-    from mlflow_agentic.orchestrator import seal
+    from mlflow_agentic.frontdoor.orchestrator import seal
 
     dataset = Dataset.from_frame(frame)
     with pytest.raises(Exception, match=r"use --cv (\d+) or fewer") as error:
@@ -167,7 +167,7 @@ def test_a_numeric_target_with_blank_cells_is_a_regression_not_text(frame):
 
 
 def test_infinite_values_are_read_as_missing_with_a_finding(frame):
-    from mlflow_agentic.briefing import build_briefing
+    from mlflow_agentic.frontdoor.briefing import build_briefing
 
     df = frame.assign(tenure=frame["tenure"].astype(float))
     df.loc[:9, "tenure"] = np.inf
@@ -192,7 +192,7 @@ def test_a_search_whose_attempts_all_failed_says_so(tracking_uri, tmp_path, fram
 # ---- a crash: the search run ends FAILED with the reason, exit 1 --------------------------------
 def test_a_crash_after_the_search_started_ends_the_run_failed(tracking_uri, tmp_path, frame,
                                                               monkeypatch):
-    import mlflow_agentic.orchestrator as search
+    import mlflow_agentic.frontdoor.orchestrator as search
 
     def crash(*args, **kwargs):
         raise KeyError("Cash")  # a fault where none is expected (it was once a real one)

@@ -13,7 +13,7 @@ import pytest
 
 from mlflow_agentic import Dataset, OptunaProposer, SequenceProposer
 from mlflow_agentic.engine import AgenticAutoML, SearchObserver
-from mlflow_agentic.orchestrator import SplitOptions, run_search
+from mlflow_agentic.frontdoor.orchestrator import SplitOptions, run_search
 from mlflow_agentic.tracking import MlflowTracker
 from tests.imports import runtime_imports
 
@@ -55,12 +55,12 @@ def _closure(start: str) -> set[str]:
 @pytest.mark.parametrize("start", ["mlflow_agentic.engine.loop", "mlflow_agentic.proposers",
                                    "mlflow_agentic.proposers.optuna",
                                    "mlflow_agentic.proposers.sequence",
-                                   "mlflow_agentic.briefing"])
+                                   "mlflow_agentic.frontdoor.briefing"])
 def test_loop_and_proposers_never_import_the_scorer(start):
     reached = _closure(start)
     assert start in reached
     assert not any(m.startswith("mlflow_agentic.scoring") for m in reached), reached
-    assert not any(m.startswith("mlflow_agentic.orchestrator") for m in reached)
+    assert not any(m.startswith("mlflow_agentic.frontdoor.orchestrator") for m in reached)
 
 
 def test_proposer_is_built_only_after_the_holdout_is_sealed(churn_small):
@@ -70,7 +70,7 @@ def test_proposer_is_built_only_after_the_holdout_is_sealed(churn_small):
         events.append("proposer built")
         return SequenceProposer(["linear"])
 
-    import mlflow_agentic.orchestrator as search_module
+    import mlflow_agentic.frontdoor.orchestrator as search_module
 
     original = search_module.seal_holdout
 

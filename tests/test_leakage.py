@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mlflow_agentic.briefing import build_briefing
 from mlflow_agentic.data import Dataset
 from mlflow_agentic.data.split import seal_holdout
+from mlflow_agentic.frontdoor.briefing import build_briefing
 from mlflow_agentic.verify import leakage
 
 

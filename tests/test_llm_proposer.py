@@ -7,8 +7,8 @@ import json
 
 import pytest
 
+from mlflow_agentic.core.types import StopKind
 from mlflow_agentic.engine import AgenticAutoML
-from mlflow_agentic.engine.types import StopKind
 from mlflow_agentic.proposers.llm import AgentSolutionProposer, LLMProposer
 from tests.fakes.openai_server import ScriptedOpenAI
 
@@ -201,7 +201,7 @@ def test_an_endpoint_that_fails_for_good_is_said_even_with_quiet(tracking_uri, s
 
 # ---- accounting, traces, record/replay ----------------------------------------------------------
 def tracked_llm_search(dataset, server, script, **proposer_kw):
-    from mlflow_agentic.orchestrator import run_search
+    from mlflow_agentic.frontdoor.orchestrator import run_search
     from mlflow_agentic.tracking import MlflowTracker
 
     server.script = list(script)
@@ -251,8 +251,8 @@ def test_replay_proposes_the_same_candidates_without_network(tracking_uri, churn
         churn_small, server, [good(max_depth=3), good("linear", C=0.5), ("status", 500)] +
         [("status", 500)] * 5)
     server.close()  # no network from here on
+    from mlflow_agentic.frontdoor.orchestrator import run_search
     from mlflow_agentic.llm.replay import read_exchanges
-    from mlflow_agentic.orchestrator import run_search
     from mlflow_agentic.proposers.llm import LLMProposer as Proposer
     from mlflow_agentic.tracking.models import download_run_artifact
 

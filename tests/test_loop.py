@@ -8,8 +8,8 @@ import re
 import pytest
 
 from mlflow_agentic import CandidateProposer, Dataset, SequenceProposer, SolutionCandidate
+from mlflow_agentic.core.errors import UserInputError
 from mlflow_agentic.engine import AgenticAutoML
-from mlflow_agentic.errors import UserInputError
 from mlflow_agentic.trainers import register_trainer, trainer_registry
 from tests.conftest import scripted_frame
 from tests.scripted import SCRIPTED, q
@@ -216,7 +216,7 @@ def test_settings_are_checked_in_one_place_for_every_entry(changes, message, tmp
     """The loop, the orchestrator and search() build one SearchSettings: same check, same
     words, before any data is read."""
     from mlflow_agentic import search
-    from mlflow_agentic.engine.settings import SearchSettings
+    from mlflow_agentic.core.settings import SearchSettings
 
     for build in (lambda: SearchSettings.of(**changes),
                   lambda: AgenticAutoML(SequenceProposer([q(0.5)]), **changes),

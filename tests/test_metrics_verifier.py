@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from mlflow_agentic.errors import UserInputError
-from mlflow_agentic.metrics import METRICS, resolve_metric
+from mlflow_agentic.core.errors import UserInputError
+from mlflow_agentic.core.metrics import METRICS, resolve_metric
 from mlflow_agentic.verify import DeterministicVerifier
 
 

@@ -66,7 +66,7 @@ def test_agentic_evaluator_reports_leakage_and_quarantines(tracking_uri):
 
 
 def test_run_context_tags_our_runs_and_nothing_else(tracking_uri):
-    from mlflow_agentic import __version__
+    from mlflow_agentic.core.version import __version__
     from mlflow_agentic.tracking import context
 
     mlflow.set_experiment("plain-runs")

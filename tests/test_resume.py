@@ -13,9 +13,9 @@ import sys
 import mlflow
 import pytest
 
-from mlflow_agentic.api import search
-from mlflow_agentic.engine.observer import SearchObserver
-from mlflow_agentic.errors import UserInputError
+from mlflow_agentic.core.errors import UserInputError
+from mlflow_agentic.core.observer import SearchObserver
+from mlflow_agentic.frontdoor.api import search
 from tests.conftest import ROOT
 from tests.test_hardening import wait_for_finished_attempts
 

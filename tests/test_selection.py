@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from mlflow_agentic import Dataset, SequenceProposer, SolutionCandidate
+from mlflow_agentic.core.errors import UserInputError
 from mlflow_agentic.engine import AgenticAutoML
-from mlflow_agentic.errors import UserInputError
 from mlflow_agentic.trainers import register_trainer, trainer_registry
 from tests.conftest import scripted_frame
 from tests.scripted import SCRIPTED

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from mlflow_agentic.api import search
 from mlflow_agentic.cli.run import run_command
 from mlflow_agentic.cli.settings import BUDGETED, flag_of, main_block, mlproject_main, offered
-from mlflow_agentic.engine.settings import SearchSettings
-from mlflow_agentic.errors import UserInputError
+from mlflow_agentic.core.errors import UserInputError
+from mlflow_agentic.core.settings import SearchSettings
+from mlflow_agentic.frontdoor.api import search
 
 ROOT = Path(__file__).resolve().parents[1]
 OPTIONS = {p.name: p for p in run_command.params}

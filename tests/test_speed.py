@@ -17,6 +17,8 @@ from sklearn.base import clone
 from sklearn.metrics import roc_auc_score
 
 from mlflow_agentic import Dataset, OptunaProposer, SequenceProposer
+from mlflow_agentic.core.errors import UserInputError
+from mlflow_agentic.core.metrics import METRICS
 from mlflow_agentic.engine import AgenticAutoML
 from mlflow_agentic.engine.cv import make_splits
 from mlflow_agentic.engine.ensemble import blend, greedy_weights, select_ensemble, utility_of
@@ -27,8 +29,6 @@ from mlflow_agentic.engine.parallel import (
     resolve_n_jobs,
     single_threaded,
 )
-from mlflow_agentic.errors import UserInputError
-from mlflow_agentic.metrics import METRICS
 from mlflow_agentic.trainers import get_trainer, register_trainer, trainer_registry
 from tests.conftest import ROOT, scripted_frame
 from tests.scripted import SCRIPTED, q
@@ -175,7 +175,7 @@ def test_a_candidate_clearly_behind_is_pruned_and_recorded_as_pruned(scripted, t
 
 
 def test_optuna_is_told_pruned(churn_small):
-    from mlflow_agentic.engine.types import AttemptRecord, SolutionCandidate, Verdict
+    from mlflow_agentic.core.types import AttemptRecord, SolutionCandidate, Verdict
 
     proposer = OptunaProposer(seed=0)
     proposer.propose_initial(churn_small, ["linear"])
@@ -225,7 +225,7 @@ def make_splits_for(y):
 # ---- holdout without double fitting; the registered model scored by itself -------------------
 @pytest.fixture(scope="module")
 def honest_fast_search(tmp_path_factory, churn_small):
-    from mlflow_agentic.orchestrator import run_search
+    from mlflow_agentic.frontdoor.orchestrator import run_search
     from mlflow_agentic.tracking import MlflowTracker
 
     uri = f"sqlite:///{tmp_path_factory.mktemp('fast') / 'mlflow.db'}"
@@ -241,7 +241,7 @@ def honest_fast_search(tmp_path_factory, churn_small):
 
 
 def test_attempt_holdout_is_the_mean_of_its_fold_models(honest_fast_search, churn_small):
-    from mlflow_agentic.orchestrator import seal
+    from mlflow_agentic.frontdoor.orchestrator import seal
 
     uri, result, tracker = honest_fast_search
     task = seal(churn_small, cv=3)  # the same sealed rows the search used
@@ -261,7 +261,7 @@ def test_attempt_holdout_is_the_mean_of_its_fold_models(honest_fast_search, chur
 
 
 def test_registered_model_holdout_comes_from_that_model(honest_fast_search, churn_small):
-    from mlflow_agentic.orchestrator import seal
+    from mlflow_agentic.frontdoor.orchestrator import seal
 
     uri, result, tracker = honest_fast_search
     holdout = seal(churn_small, cv=3).holdout.dataset
@@ -279,7 +279,7 @@ def test_registered_model_holdout_comes_from_that_model(honest_fast_search, chur
 
 def test_an_ensemble_wins_is_registered_and_loads_without_mlflow_agentic(tracking_uri,
                                                                           churn_small):
-    from mlflow_agentic.orchestrator import run_search
+    from mlflow_agentic.frontdoor.orchestrator import run_search
     from mlflow_agentic.tracking import MlflowTracker
 
     tracker = MlflowTracker(register_name="blend")

@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from mlflow_agentic.core.errors import UserInputError
 from mlflow_agentic.data import Dataset
 from mlflow_agentic.data.split import seal_holdout
-from mlflow_agentic.errors import UserInputError
 
 
 def frame(n=400, seed=0):

@@ -162,7 +162,7 @@ def test_optuna_runs_are_reproducible_in_the_store(tracked_search):
 
 
 def test_an_experiment_kind_the_user_set_is_kept(tracking_uri, churn_frame):
-    from mlflow_agentic.api import search
+    from mlflow_agentic.frontdoor.api import search
 
     client = mlflow.MlflowClient()
     client.create_experiment("mine", tags={"mlflow.experimentKind": "genai_development"})

@@ -8,8 +8,8 @@ import pytest
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
+from mlflow_agentic.core.errors import ProposerOutputError, UserInputError
 from mlflow_agentic.data import Dataset
-from mlflow_agentic.errors import ProposerOutputError, UserInputError
 from mlflow_agentic.trainers import get_trainer, resolve_trainers, trainer_registry
 
 BUILTIN = ["linear", "random_forest", "extra_trees", "hist_gradient_boosting", "xgboost",

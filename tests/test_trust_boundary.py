@@ -20,7 +20,7 @@ from pathlib import Path
 import mlflow
 import pytest
 
-from mlflow_agentic.api import search
+from mlflow_agentic.frontdoor.api import search
 from mlflow_agentic.proposers.factory import CodeOptions, LLMOptions
 from mlflow_agentic.sandbox import Limits
 from tests.conftest import promote_cli

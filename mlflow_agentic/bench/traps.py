@@ -11,9 +11,9 @@ import pandas as pd
 from sklearn.model_selection import KFold
 
 from mlflow_agentic.bench.tasks import TrapTask, make_tasks
+from mlflow_agentic.core.metrics import METRICS
 from mlflow_agentic.data import Dataset
 from mlflow_agentic.data.split import seal_holdout
-from mlflow_agentic.metrics import METRICS
 from mlflow_agentic.scoring.holdout import SELF_DECEPTION_GAP
 
 BENCH_TRAINERS = ("linear", "hist_gradient_boosting", "xgboost")
@@ -77,7 +77,7 @@ def naive_baseline(train: Dataset, holdout: Dataset, seed: int, planted: str | N
 
 
 def run_task(task: TrapTask, seed: int, tracker=None, quiet: bool = True) -> TrapRow:
-    from mlflow_agentic.orchestrator import SplitOptions, run_search
+    from mlflow_agentic.frontdoor.orchestrator import SplitOptions, run_search
     from mlflow_agentic.proposers import OptunaProposer
 
     dataset = Dataset.from_frame(task.frame, task.target, name=f"trap-{task.name}")

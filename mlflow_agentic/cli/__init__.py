@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import click
 
-from mlflow_agentic import __version__
 from mlflow_agentic.cli.bench import bench
 from mlflow_agentic.cli.compare import compare_command
 from mlflow_agentic.cli.flush import flush_command
@@ -13,6 +12,7 @@ from mlflow_agentic.cli.promote import promote_command
 from mlflow_agentic.cli.run import run_command
 from mlflow_agentic.cli.sandbox import sandbox_group
 from mlflow_agentic.cli.workers import finalize_command, worker_command
+from mlflow_agentic.core.version import __version__
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

@@ -18,7 +18,7 @@ from mlflow_agentic.cli.options import (
     split_options,
 )
 from mlflow_agentic.cli.settings import setting_option
-from mlflow_agentic.errors import UserInputError
+from mlflow_agentic.core.errors import UserInputError
 from mlflow_agentic.proposers.factory import PROPOSERS, LLMOptions, check_llm_endpoint
 
 DATA_SUFFIXES = (".csv", ".parquet", ".pq")
@@ -132,9 +132,9 @@ def _datasets(data: tuple[str, ...], target: str | None, encoding: str | None = 
 def _compare(datasets, options, experiment, tracking_uri, output, quiet) -> None:
     from rich.console import Console
 
+    from mlflow_agentic.cli.progress import ArmProgress
     from mlflow_agentic.compare import compare
     from mlflow_agentic.compare.report import console_table, proposer_grid, ranking_grid
-    from mlflow_agentic.progress import ArmProgress
     from mlflow_agentic.tracking.comparison import ComparisonTracker
     from mlflow_agentic.tracking.store import current_uri
 

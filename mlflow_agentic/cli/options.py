@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import click
 
-from mlflow_agentic.errors import AgenticError
+from mlflow_agentic.core.errors import AgenticError
 
 EXIT_USER_ERROR = 2
 EXIT_FAILURE = 1
@@ -70,7 +70,7 @@ def optional_float(ctx, param, value):
 def gap_threshold(ctx, param, value):
     """The promotion gate's threshold, checked by the gate's own rule (a NaN or a negative
     threshold would disable it), reported as a bad option value."""
-    from mlflow_agentic.errors import UserInputError
+    from mlflow_agentic.core.errors import UserInputError
     from mlflow_agentic.scoring.promotion import check_max_gap
 
     value = optional_float(ctx, param, value)
@@ -126,7 +126,7 @@ def split_options(command: Callable) -> Callable:
 
 
 def split_from(time_column, group_column, holdout_fraction, post_outcome_columns):
-    from mlflow_agentic.orchestrator import SplitOptions
+    from mlflow_agentic.frontdoor.orchestrator import SplitOptions
 
     return SplitOptions(time_column=time_column, group_column=group_column,
                         holdout_fraction=holdout_fraction,
@@ -159,7 +159,7 @@ def exit_on_user_error(work: Callable[[], None],
     ``MLFLOW_AGENTIC_TRACEBACK=1`` adds the traceback of an unexpected error."""
     import signal
 
-    from mlflow_agentic.errors import SearchTerminated
+    from mlflow_agentic.core.errors import SearchTerminated
 
     stopping: list[int] = []
 
@@ -183,7 +183,7 @@ def exit_on_user_error(work: Callable[[], None],
         _stopped("interrupted", kept())
         sys.exit(EXIT_INTERRUPTED)
     except Exception as exc:
-        from mlflow_agentic.errors import disk_full
+        from mlflow_agentic.core.errors import disk_full
 
         if not disk_full(exc):
             _failed(exc, kept)

@@ -20,8 +20,8 @@ from mlflow_agentic.cli.options import (
     split_options,
 )
 from mlflow_agentic.cli.settings import pop_settings, settings_options
-from mlflow_agentic.engine.settings import REGISTER_POLICIES
-from mlflow_agentic.errors import UserInputError
+from mlflow_agentic.core.errors import UserInputError
+from mlflow_agentic.core.settings import REGISTER_POLICIES
 from mlflow_agentic.proposers.factory import PROPOSERS, LLMOptions
 
 
@@ -128,8 +128,8 @@ def _kept(tracker) -> str:
 
 
 def _run(state: dict, *, replay, proposer, quiet, kwargs) -> None:
-    from mlflow_agentic.api import search
-    from mlflow_agentic.progress import RichProgress, RunIdLine
+    from mlflow_agentic.cli.progress import RichProgress, RunIdLine
+    from mlflow_agentic.frontdoor.api import search
     from mlflow_agentic.tracking import MlflowTracker
 
     if replay:

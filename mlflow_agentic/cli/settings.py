@@ -10,7 +10,7 @@ from collections.abc import Callable
 import click
 
 from mlflow_agentic.cli.options import WholeNumber, blank_to_none, named_list, optional_float
-from mlflow_agentic.engine.settings import SearchSettings
+from mlflow_agentic.core.settings import SearchSettings
 
 BUDGETED = ("max_iterations", "patience")
 """Unset on the command line means "8 and 3, off with --time-budget" (``budgeted``)."""

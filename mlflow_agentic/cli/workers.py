@@ -15,7 +15,7 @@ from mlflow_agentic.cli.options import (
     split_options,
 )
 from mlflow_agentic.cli.settings import setting_option
-from mlflow_agentic.engine.settings import SELECTION_RULES
+from mlflow_agentic.core.settings import SELECTION_RULES
 
 study_option = click.option("--study", required=True,
                             help="Optuna study name: every worker of one search uses the same.")
@@ -64,8 +64,8 @@ def worker_command(study, storage, data, target, trainers, metric, cv, seed, n_t
     """Work on a shared search: ask the study for trials, cross-validate them here, record each
     as a child run of the one search run. Start as many as you like, on any machine; then run
     `mlflow-agentic finalize` once."""
+    from mlflow_agentic.cli.progress import RichProgress
     from mlflow_agentic.distributed import run_worker
-    from mlflow_agentic.progress import RichProgress
 
     state: dict = {}
 
@@ -117,8 +117,8 @@ def finalize_command(study, storage, data, register_name, no_register, no_diagno
                      selection, n_jobs, tracking_uri, encoding, quiet) -> None:
     """End a shared search once its workers are done: read every finished attempt back (nothing
     is fitted again), ensemble, select, refit, score the sealed holdout, register."""
+    from mlflow_agentic.cli.progress import RichProgress
     from mlflow_agentic.distributed import finalize
-    from mlflow_agentic.progress import RichProgress
 
     def work() -> None:
         _report_finalized(finalize(

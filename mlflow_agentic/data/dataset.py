@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from mlflow_agentic.core.errors import UserInputError
 from mlflow_agentic.data.columns import (
     ColumnInfo,
     blank_to_nan,
@@ -23,7 +24,6 @@ from mlflow_agentic.data.columns import (
     parse_numeric_text,
     recount,
 )
-from mlflow_agentic.errors import UserInputError
 
 TASKS = ("binary", "multiclass", "regression")
 TARGET_NAMES = ("target", "label", "churn", "churned", "y")

@@ -15,13 +15,13 @@ import numpy as np
 import pandas as pd
 from sklearn.model_selection import GroupShuffleSplit, train_test_split
 
+from mlflow_agentic.core.errors import UserInputError
 from mlflow_agentic.data.dataset import Dataset
 from mlflow_agentic.data.duplicates import (
     DUPLICATE_SHARE_WARNING,
     duplicate_share,
     near_duplicate_clusters,
 )
-from mlflow_agentic.errors import UserInputError
 
 DEFAULT_FRACTION = 0.2
 GROUP_FRACTION = 0.25

@@ -11,10 +11,10 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Sequence
 
+from mlflow_agentic.core.errors import UserInputError
+from mlflow_agentic.core.types import SolutionCandidate
 from mlflow_agentic.distributed.study import SharedStudy, grace_seconds, open_storage
-from mlflow_agentic.engine.types import SolutionCandidate
-from mlflow_agentic.errors import UserInputError
-from mlflow_agentic.orchestrator import SearchResult, SplitOptions
+from mlflow_agentic.frontdoor.orchestrator import SearchResult, SplitOptions
 from mlflow_agentic.proposers.sequence import SequenceProposer
 from mlflow_agentic.tracking.store import check_store
 
@@ -26,7 +26,7 @@ def finalize(data, *, study: str, storage: str, tracking_uri: str | None = None,
              say: Callable[[str], None] | None = None) -> SearchResult:
     """Select, refit, score on the holdout and register the search of study ``study``. ``data``
     must be the workers' file (its training rows are checked against the study's)."""
-    from mlflow_agentic.api import search
+    from mlflow_agentic.frontdoor.api import search
     from mlflow_agentic.tracking.resume import read_search
 
     shared = SharedStudy(study, open_storage(storage), storage)

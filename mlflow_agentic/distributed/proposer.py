@@ -6,8 +6,8 @@ import contextlib
 import threading
 from collections.abc import Sequence
 
+from mlflow_agentic.core.types import AttemptRecord, SolutionCandidate, StopKind, StopReason
 from mlflow_agentic.distributed.study import SharedStudy, heartbeat_seconds
-from mlflow_agentic.engine.types import AttemptRecord, SolutionCandidate, StopKind, StopReason
 from mlflow_agentic.proposers.optuna import OptunaProposer
 
 

@@ -14,7 +14,7 @@ import socket
 import time
 import warnings
 
-from mlflow_agentic.errors import UserInputError
+from mlflow_agentic.core.errors import UserInputError
 from mlflow_agentic.tracking.shared import process_alive
 
 HEARTBEAT_ENV = "MLFLOW_AGENTIC_HEARTBEAT_SECONDS"

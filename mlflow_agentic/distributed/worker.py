@@ -13,13 +13,13 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from mlflow_agentic.core.metrics import resolve_metric
+from mlflow_agentic.core.settings import SearchSettings
 from mlflow_agentic.data.split import frame_digest
 from mlflow_agentic.distributed.proposer import SharedOptunaProposer
 from mlflow_agentic.distributed.study import SharedStudy, open_storage
 from mlflow_agentic.engine import AgenticAutoML, EngineeringRun
-from mlflow_agentic.engine.settings import SearchSettings
-from mlflow_agentic.metrics import resolve_metric
-from mlflow_agentic.orchestrator import SplitOptions, seal
+from mlflow_agentic.frontdoor.orchestrator import SplitOptions, seal
 from mlflow_agentic.tracking import MlflowTracker
 from mlflow_agentic.tracking.shared import SharedRun, worker_label
 from mlflow_agentic.tracking.store import check_store
@@ -61,7 +61,7 @@ def run_worker(data, *, study: str, storage: str, target: str | None = None,
     trials (all workers together; the first creates the study and the search run).
     ``overrides``: ``SearchSettings`` fields, checked to agree between workers.
     ``finalize_last``: the last worker to finish (no trial still running) finalizes, once."""
-    from mlflow_agentic.api import load_dataset
+    from mlflow_agentic.frontdoor.api import load_dataset
 
     say = say or (lambda line: None)
     split = split or SplitOptions()

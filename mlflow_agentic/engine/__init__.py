@@ -7,19 +7,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mlflow_agentic.lazy import lazy_getattr
+from mlflow_agentic.core.lazy import lazy_getattr
 
 _EXPORTS = {
     "AgenticAutoML": "mlflow_agentic.engine.loop",
     "EnsembleStep": "mlflow_agentic.engine.steps",
-    "SearchContext": "mlflow_agentic.engine.observer",
-    "SearchObserver": "mlflow_agentic.engine.observer",
-    "AttemptRecord": "mlflow_agentic.engine.types",
-    "EngineeringRun": "mlflow_agentic.engine.types",
-    "SolutionCandidate": "mlflow_agentic.engine.types",
-    "StopKind": "mlflow_agentic.engine.types",
-    "StopReason": "mlflow_agentic.engine.types",
-    "Verdict": "mlflow_agentic.engine.types",
+    "SearchContext": "mlflow_agentic.core.observer",
+    "SearchObserver": "mlflow_agentic.core.observer",
+    "AttemptRecord": "mlflow_agentic.core.types",
+    "EngineeringRun": "mlflow_agentic.core.types",
+    "SolutionCandidate": "mlflow_agentic.core.types",
+    "StopKind": "mlflow_agentic.core.types",
+    "StopReason": "mlflow_agentic.core.types",
+    "Verdict": "mlflow_agentic.core.types",
 }
 
 __all__ = [
@@ -36,10 +36,8 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from mlflow_agentic.engine.loop import AgenticAutoML
-    from mlflow_agentic.engine.observer import SearchContext, SearchObserver
-    from mlflow_agentic.engine.steps import EnsembleStep
-    from mlflow_agentic.engine.types import (
+    from mlflow_agentic.core.observer import SearchContext, SearchObserver
+    from mlflow_agentic.core.types import (
         AttemptRecord,
         EngineeringRun,
         SolutionCandidate,
@@ -47,6 +45,8 @@ if TYPE_CHECKING:
         StopReason,
         Verdict,
     )
+    from mlflow_agentic.engine.loop import AgenticAutoML
+    from mlflow_agentic.engine.steps import EnsembleStep
 
 
 __getattr__ = lazy_getattr(__name__, _EXPORTS)

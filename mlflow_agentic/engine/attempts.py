@@ -10,10 +10,10 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from mlflow_agentic.engine.batch import Outcome, Planned
+from mlflow_agentic.core.errors import ProposerOutputError
+from mlflow_agentic.core.types import AttemptRecord, SolutionCandidate, Verdict
 from mlflow_agentic.engine.code import CODE, code_plan
-from mlflow_agentic.engine.types import AttemptRecord, SolutionCandidate, Verdict
-from mlflow_agentic.errors import ProposerOutputError
+from mlflow_agentic.engine.outcome import Outcome, Planned
 from mlflow_agentic.trainers.registry import get_trainer
 
 

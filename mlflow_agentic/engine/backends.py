@@ -13,9 +13,9 @@ import contextlib
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 
-from mlflow_agentic.errors import UserInputError
+from mlflow_agentic.core.errors import UserInputError
+from mlflow_agentic.core.settings import BACKENDS
 
-BACKENDS = ("local", "dask", "ray")
 _CLUSTERS: dict[tuple, object] = {}
 
 

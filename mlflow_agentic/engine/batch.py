@@ -9,55 +9,14 @@ import contextlib
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 import numpy as np
 from sklearn.base import clone
 
+from mlflow_agentic.core.metrics import Metric
 from mlflow_agentic.engine.folds import FoldData, fit_fold, score_output
+from mlflow_agentic.engine.outcome import Outcome, Planned
 from mlflow_agentic.engine.parallel import WorkerPool, single_threaded
-from mlflow_agentic.metrics import Metric
-
-
-@dataclass
-class Planned:
-    """A candidate ready to run (``trainer`` and resolved ``params``), or already failed."""
-
-    candidate: object
-    trainer: object = None
-    params: dict = field(default_factory=dict)
-    error: str | None = None
-    traceback: str | None = None
-    restored: Outcome | None = None
-    """Its outcome, read back from a killed search being resumed: not run again."""
-    code: str | None = None
-    """Code mode: ``candidate.py``, cross-validated in the sandbox instead of on the pool."""
-
-
-@dataclass
-class Outcome:
-    """What the folds of one candidate gave."""
-
-    fold_scores: list[float] = field(default_factory=list)
-    fit_seconds: float = 0.0
-    seconds: float = 0.0
-    error: str | None = None
-    traceback: str | None = None
-    pruned: str | None = None
-    """Why the candidate was stopped before its last fold (pruner or time budget)."""
-    oof: np.ndarray | None = None
-    """Out-of-fold output for every training row (complete candidates only)."""
-    extra: np.ndarray | None = None
-    """Mean output of the fold models on the extra rows (complete candidates only)."""
-    elapsed: float | None = None
-    """Set on a restored outcome: when it finished in the search that ran it."""
-    sandbox: object | None = None
-    """Code mode: the ``SandboxResult`` the candidate's run came back with."""
-
-    @property
-    def complete(self) -> bool:
-        """Every fold scored: neither failed nor pruned."""
-        return self.error is None and self.pruned is None and bool(self.fold_scores)
 
 
 class _State:

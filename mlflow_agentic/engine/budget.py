@@ -11,9 +11,9 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 
+from mlflow_agentic.core.settings import SearchSettings
+from mlflow_agentic.core.types import AttemptRecord, StopKind, StopReason
 from mlflow_agentic.engine.refit import ENSEMBLE
-from mlflow_agentic.engine.settings import SearchSettings
-from mlflow_agentic.engine.types import AttemptRecord, StopKind, StopReason
 
 AFTER_LOOP_RESERVE_SECONDS = 1.0
 """Kept back from a time budget for the steps after the loop (the ensemble selection; at most

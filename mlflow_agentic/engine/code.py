@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from mlflow_agentic.engine.batch import Outcome
+from mlflow_agentic.engine.outcome import Outcome
 from mlflow_agentic.sandbox.job import SandboxFailed, SandboxJob, SandboxResult
 from mlflow_agentic.sandbox.model import SandboxedModel
 from mlflow_agentic.sandbox.runners import run_all
@@ -113,7 +113,7 @@ def sandbox_artifacts(result: SandboxResult) -> dict[str, str]:
 
 def code_plan(candidate, sandbox):
     """A code candidate ready for the sandbox, or failed already (no sandbox, no code)."""
-    from mlflow_agentic.engine.batch import Planned
+    from mlflow_agentic.engine.outcome import Planned
 
     plan = Planned(candidate, params=dict(candidate.params))
     if sandbox is None:

@@ -18,8 +18,8 @@ from sklearn.model_selection import (
     TimeSeriesSplit,
 )
 
-from mlflow_agentic.engine.settings import CV_SCHEMES
-from mlflow_agentic.errors import UserInputError
+from mlflow_agentic.core.errors import UserInputError
+from mlflow_agentic.core.settings import CV_SCHEMES
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from mlflow_agentic.core.metrics import Metric
 from mlflow_agentic.engine.folds import model_output
-from mlflow_agentic.metrics import Metric
 
 
 @dataclass(frozen=True)

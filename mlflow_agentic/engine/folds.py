@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 from sklearn.pipeline import Pipeline
 
-from mlflow_agentic.metrics import Metric
+from mlflow_agentic.core.metrics import Metric
 from mlflow_agentic.trainers.preprocessing import build_preprocessor
 
 

@@ -15,28 +15,29 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from mlflow_agentic.engine.attempts import attempt_record, plan_attempt
-from mlflow_agentic.engine.batch import BatchRunner, Outcome
-from mlflow_agentic.engine.budget import LoopBudget
-from mlflow_agentic.engine.code import dropped_columns, refit_code, reviewed, submitted
-from mlflow_agentic.engine.cv import make_splits, resolve_scheme
-from mlflow_agentic.engine.evaluation import baseline_model, cross_validate
-from mlflow_agentic.engine.folds import FoldData
-from mlflow_agentic.engine.observer import Observers, SearchContext, SearchObserver
-from mlflow_agentic.engine.parallel import WorkerPool, resolve_n_jobs, workers_that_fit
-from mlflow_agentic.engine.protocol import CandidateProposer, proposer_name
-from mlflow_agentic.engine.refit import refit
-from mlflow_agentic.engine.restore import Restored
-from mlflow_agentic.engine.selection import select, ties
-from mlflow_agentic.engine.settings import SearchSettings
-from mlflow_agentic.engine.types import (
+from mlflow_agentic.core.metrics import resolve_metric
+from mlflow_agentic.core.observer import Observers, SearchContext, SearchObserver
+from mlflow_agentic.core.protocol import CandidateProposer, proposer_name
+from mlflow_agentic.core.settings import SearchSettings
+from mlflow_agentic.core.types import (
     AttemptRecord,
     EngineeringRun,
     SolutionCandidate,
     StopKind,
     StopReason,
 )
-from mlflow_agentic.metrics import resolve_metric
+from mlflow_agentic.engine.attempts import attempt_record, plan_attempt
+from mlflow_agentic.engine.batch import BatchRunner
+from mlflow_agentic.engine.budget import LoopBudget
+from mlflow_agentic.engine.code import dropped_columns, refit_code, reviewed, submitted
+from mlflow_agentic.engine.cv import make_splits, resolve_scheme
+from mlflow_agentic.engine.evaluation import baseline_model, cross_validate
+from mlflow_agentic.engine.folds import FoldData
+from mlflow_agentic.engine.outcome import Outcome
+from mlflow_agentic.engine.parallel import WorkerPool, resolve_n_jobs, workers_that_fit
+from mlflow_agentic.engine.refit import refit
+from mlflow_agentic.engine.restore import Restored
+from mlflow_agentic.engine.selection import select, ties
 from mlflow_agentic.trainers.registry import resolve_trainers
 from mlflow_agentic.verify.verifier import DeterministicVerifier
 

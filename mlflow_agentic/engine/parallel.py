@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from pathlib import Path
 
-from mlflow_agentic.errors import UserInputError
+from mlflow_agentic.core.errors import UserInputError
 
 THREAD_PARAMS = ("n_jobs", "thread_count", "nthread")
 """Estimator parameters that set a model's own thread count (sklearn, catboost, xgboost)."""

@@ -13,8 +13,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from mlflow_agentic.engine.settings import SELECTION_RULES
-from mlflow_agentic.engine.types import AttemptRecord
+from mlflow_agentic.core.settings import SELECTION_RULES
+from mlflow_agentic.core.types import AttemptRecord
 
 __all__ = ["SELECTION_RULES", "fit_cost", "select", "ties"]
 DEFAULT_COST = 2

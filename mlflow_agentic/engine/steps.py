@@ -10,13 +10,13 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
+from mlflow_agentic.core.types import AttemptRecord, SolutionCandidate
 from mlflow_agentic.engine.ensemble import MAX_MEMBERS, blend, select_ensemble
 from mlflow_agentic.engine.refit import ENSEMBLE
-from mlflow_agentic.engine.types import AttemptRecord, SolutionCandidate
 
 if TYPE_CHECKING:
+    from mlflow_agentic.core.observer import SearchContext
     from mlflow_agentic.engine.loop import AgenticAutoML
-    from mlflow_agentic.engine.observer import SearchContext
 
 
 class EnsembleStep:

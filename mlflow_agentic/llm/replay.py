@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from mlflow_agentic.errors import UserInputError
+from mlflow_agentic.core.errors import UserInputError
 from mlflow_agentic.llm.client import (
     LLMConfig,
     LLMOutputError,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mlflow_agentic.lazy import lazy_getattr
+from mlflow_agentic.core.lazy import lazy_getattr
 
 _EXPORTS = {
     "CandidateProposer": "mlflow_agentic.proposers.base",

@@ -6,7 +6,7 @@ import importlib.util
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from mlflow_agentic.errors import ProposerOutputError, UserInputError
+from mlflow_agentic.core.errors import ProposerOutputError, UserInputError
 
 PROPOSERS = ("optuna", "sequence", "llm", "random", "code")
 

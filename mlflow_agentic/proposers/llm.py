@@ -18,8 +18,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from mlflow_agentic.engine.protocol import CandidateProposer
-from mlflow_agentic.engine.types import AttemptRecord, SolutionCandidate, StopKind, StopReason
+from mlflow_agentic.core.protocol import CandidateProposer
+from mlflow_agentic.core.types import AttemptRecord, SolutionCandidate, StopKind, StopReason
 from mlflow_agentic.llm.client import LLMClient, LLMConfig, LLMOutputError, LLMUnavailable
 from mlflow_agentic.llm.pricing import cap_reached, cost_usd, price_table
 from mlflow_agentic.llm.prompt import build_messages

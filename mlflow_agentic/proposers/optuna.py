@@ -10,8 +10,8 @@ import math
 import warnings
 from collections.abc import Sequence
 
-from mlflow_agentic.engine.protocol import CandidateProposer
-from mlflow_agentic.engine.types import AttemptRecord, SolutionCandidate
+from mlflow_agentic.core.protocol import CandidateProposer
+from mlflow_agentic.core.types import AttemptRecord, SolutionCandidate
 from mlflow_agentic.trainers.registry import get_trainer
 
 TRAINER_PARAM = "trainer"

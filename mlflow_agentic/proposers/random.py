@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from mlflow_agentic.engine.types import SolutionCandidate
+from mlflow_agentic.core.types import SolutionCandidate
 from mlflow_agentic.proposers.optuna import OptunaProposer
 
 

@@ -6,9 +6,9 @@ import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from mlflow_agentic.engine.protocol import CandidateProposer
-from mlflow_agentic.engine.types import AttemptRecord, SolutionCandidate
-from mlflow_agentic.errors import UserInputError
+from mlflow_agentic.core.errors import UserInputError
+from mlflow_agentic.core.protocol import CandidateProposer
+from mlflow_agentic.core.types import AttemptRecord, SolutionCandidate
 
 
 class SequenceProposer(CandidateProposer):

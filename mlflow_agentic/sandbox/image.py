@@ -15,7 +15,7 @@ from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 
-from mlflow_agentic.errors import UserInputError
+from mlflow_agentic.core.errors import UserInputError
 
 PACKAGES = ("numpy", "pandas", "scipy", "scikit-learn", "pyarrow", "joblib", "threadpoolctl")
 REPOSITORY = "mlflow-agentic-sandbox"

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mlflow_agentic.errors import AgenticError
+from mlflow_agentic.core.errors import AgenticError
 
 HARNESS = Path(__file__).with_name("harness.py")
 MAX_LOG_CHARS = 20_000

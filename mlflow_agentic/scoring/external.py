@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from mlflow_agentic.engine.types import Verdict
-from mlflow_agentic.errors import UserInputError
-from mlflow_agentic.metrics import resolve_metric
+from mlflow_agentic.core.errors import UserInputError
+from mlflow_agentic.core.metrics import resolve_metric
+from mlflow_agentic.core.types import Verdict
 from mlflow_agentic.verify import DeterministicVerifier, leakage
 
 MODEL_TYPES = {"classifier": ("binary", "multiclass"), "regressor": ("regression",)}

@@ -10,10 +10,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mlflow_agentic.core.metrics import METRICS
+from mlflow_agentic.core.observer import SearchObserver
+from mlflow_agentic.core.types import AttemptRecord, EngineeringRun
 from mlflow_agentic.engine.folds import model_output, score_output
-from mlflow_agentic.engine.observer import SearchObserver
-from mlflow_agentic.engine.types import AttemptRecord, EngineeringRun
-from mlflow_agentic.metrics import METRICS
 
 SELF_DECEPTION_GAP = 0.05
 """CV minus holdout above this (bounded metrics; 5% of the CV score for RMSE/MAE/log loss)."""

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mlflow_agentic.metrics import METRICS
+from mlflow_agentic.core.metrics import METRICS
 
 RESAMPLES = 1000
 CONFIDENCE = 0.95

@@ -12,9 +12,9 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from mlflow_agentic import evidence as ev
-from mlflow_agentic.errors import UserInputError
-from mlflow_agentic.metrics import METRICS
+from mlflow_agentic.core import evidence as ev
+from mlflow_agentic.core.errors import UserInputError
+from mlflow_agentic.core.metrics import METRICS
 from mlflow_agentic.scoring.holdout import gap_limit
 from mlflow_agentic.scoring.paired import PairedComparison
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from mlflow_agentic import evidence as ev
+from mlflow_agentic.core import evidence as ev
+from mlflow_agentic.core.types import AttemptRecord, EngineeringRun, SolutionCandidate
 from mlflow_agentic.engine.restore import recorded_value
-from mlflow_agentic.engine.types import AttemptRecord, EngineeringRun, SolutionCandidate
 from mlflow_agentic.scoring.plot import trainer_colour
 from mlflow_agentic.tracking import context as run_context
 from mlflow_agentic.tracking.connection import Connection

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import mlflow
 
-from mlflow_agentic import evidence as ev
+from mlflow_agentic.core import evidence as ev
 
 TAG_ID = "agentic.comparison_id"
 TAG_SEED = "agentic.seed"

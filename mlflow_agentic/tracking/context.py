@@ -7,7 +7,7 @@ import contextlib
 import uuid
 from contextvars import ContextVar, Token
 
-from mlflow_agentic import __version__
+from mlflow_agentic.core.version import __version__
 
 _ACTIVE: ContextVar[dict[str, str] | None] = ContextVar("mlflow_agentic_search", default=None)
 

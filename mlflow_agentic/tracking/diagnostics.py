@@ -21,8 +21,8 @@ import pandas as pd
 from mlflow.models import Model
 from mlflow.pyfunc import PyFuncModel
 
+from mlflow_agentic.core.metrics import METRICS
 from mlflow_agentic.engine.folds import model_output, score_output
-from mlflow_agentic.metrics import METRICS
 from mlflow_agentic.tracking.models import quiet_loggers
 
 IMPORTANCE_REPEATS = 3

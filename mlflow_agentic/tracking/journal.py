@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mlflow_agentic.errors import UserInputError
+from mlflow_agentic.core.errors import UserInputError
 
 JOURNAL_DIR_ENV = "MLFLOW_AGENTIC_JOURNAL_DIR"
 DEFAULT_DIR = Path(".mlflow-agentic") / "journal"

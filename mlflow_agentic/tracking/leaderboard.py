@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from mlflow_agentic import evidence as ev
-from mlflow_agentic.engine.types import AttemptRecord, EngineeringRun
+from mlflow_agentic.core import evidence as ev
+from mlflow_agentic.core.types import AttemptRecord, EngineeringRun
 
 DECIMALS = 4
 

@@ -14,7 +14,7 @@ import warnings
 import mlflow
 from mlflow.models import infer_signature
 
-from mlflow_agentic.engine.observer import SearchContext
+from mlflow_agentic.core.observer import SearchContext
 from mlflow_agentic.tracking import context as run_context
 from mlflow_agentic.tracking import models
 from mlflow_agentic.tracking.shared import process_alive

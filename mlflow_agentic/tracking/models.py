@@ -16,7 +16,7 @@ import mlflow
 import pandas as pd
 from mlflow.models import infer_signature
 
-from mlflow_agentic import evidence as ev
+from mlflow_agentic.core import evidence as ev
 from mlflow_agentic.tracking import serving
 from mlflow_agentic.trainers import transforms
 
@@ -245,7 +245,7 @@ def register(model_uri: str, name: str, tags: dict[str, Any], alias: str = DEFAU
 def _not_above_baseline(tags: dict[str, Any]) -> str:
     """Why a version's holdout score does not earn an alias: not above the trivial baseline
     ('' when it is, or when there is no holdout score to judge)."""
-    from mlflow_agentic.metrics import METRICS
+    from mlflow_agentic.core.metrics import METRICS
 
     metric = str(tags.get(ev.METRIC, ""))
     try:
@@ -263,7 +263,7 @@ def _better_holder(client, name: str, alias: str, tags: dict[str, Any]):
     evidence; else None (no holder, other evidence, or ours is at least as good)."""
     from mlflow.exceptions import MlflowException
 
-    from mlflow_agentic.metrics import METRICS
+    from mlflow_agentic.core.metrics import METRICS
 
     metric = str(tags.get(ev.METRIC, ""))
     try:
@@ -294,7 +294,7 @@ def load_llm_recording(source: str) -> list[dict]:
 
     from mlflow.exceptions import MlflowException
 
-    from mlflow_agentic.errors import UserInputError
+    from mlflow_agentic.core.errors import UserInputError
     from mlflow_agentic.llm.replay import EXCHANGES_ARTIFACT, read_exchanges
 
     if Path(source).exists():

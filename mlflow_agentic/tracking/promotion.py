@@ -16,9 +16,9 @@ from dataclasses import dataclass
 import mlflow
 from mlflow.exceptions import MlflowException
 
-from mlflow_agentic import evidence as ev
+from mlflow_agentic.core import evidence as ev
+from mlflow_agentic.core.errors import UserInputError
 from mlflow_agentic.data.split import frame_digest
-from mlflow_agentic.errors import UserInputError
 from mlflow_agentic.scoring.external import ExternalEvaluation, evaluate_predictions
 from mlflow_agentic.scoring.paired import Outputs, paired_bootstrap
 from mlflow_agentic.scoring.promotion import DEFAULT_MAX_GAP, Decision, decide

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from mlflow.exceptions import MlflowException
 
-from mlflow_agentic import evidence as ev
+from mlflow_agentic.core import evidence as ev
 
 COMPARED = (ev.METRIC, ev.VERDICT_STATUS, ev.HOLDOUT_DIGEST, ev.SELF_DECEIVED)
 """Evidence compared as text; scores (CV, holdout, gap, baseline) are compared as numbers."""

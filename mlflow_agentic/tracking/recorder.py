@@ -13,10 +13,10 @@ import contextlib
 import logging
 import sys
 
-from mlflow_agentic import evidence as ev
-from mlflow_agentic.engine.observer import SearchContext, SearchObserver
-from mlflow_agentic.engine.types import AttemptRecord, EngineeringRun, SolutionCandidate
-from mlflow_agentic.errors import disk_full
+from mlflow_agentic.core import evidence as ev
+from mlflow_agentic.core.errors import disk_full
+from mlflow_agentic.core.observer import SearchContext, SearchObserver
+from mlflow_agentic.core.types import AttemptRecord, EngineeringRun, SolutionCandidate
 from mlflow_agentic.tracking.attempt_runs import AttemptRuns
 from mlflow_agentic.tracking.connection import Connection
 from mlflow_agentic.tracking.journal import TAG_MAX

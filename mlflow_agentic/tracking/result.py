@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mlflow_agentic import evidence as ev
-from mlflow_agentic.engine.settings import register_policy
-from mlflow_agentic.engine.types import AttemptRecord, EngineeringRun
+from mlflow_agentic.core import evidence as ev
+from mlflow_agentic.core.settings import register_policy
+from mlflow_agentic.core.types import AttemptRecord, EngineeringRun
 from mlflow_agentic.scoring.holdout import explain_gap
 from mlflow_agentic.tracking import models, versions
 from mlflow_agentic.tracking.leaderboard import log_leaderboard

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
-from mlflow_agentic.engine.batch import Outcome
+from mlflow_agentic.core.errors import UserInputError
+from mlflow_agentic.engine.outcome import Outcome
 from mlflow_agentic.engine.restore import Restored
-from mlflow_agentic.errors import UserInputError
 from mlflow_agentic.tracking.journal import send_pending
 from mlflow_agentic.tracking.shared import process_alive
 

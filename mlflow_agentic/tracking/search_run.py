@@ -18,8 +18,8 @@ from mlflow.entities import Dataset as DatasetEntity
 from mlflow.entities import DatasetInput, InputTag
 from mlflow.utils.mlflow_tags import MLFLOW_DATASET_CONTEXT
 
+from mlflow_agentic.core.observer import SearchContext
 from mlflow_agentic.data.split import frame_digest
-from mlflow_agentic.engine.observer import SearchContext
 from mlflow_agentic.tracking import context as run_context
 from mlflow_agentic.tracking import lifecycle, views
 from mlflow_agentic.tracking.connection import Connection

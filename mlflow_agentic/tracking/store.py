@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from mlflow_agentic.errors import AgenticError, UserInputError
+from mlflow_agentic.core.errors import AgenticError, UserInputError
 
 RETRY_SECONDS_ENV = "MLFLOW_AGENTIC_TRACKING_RETRY_SECONDS"
 DEFAULT_RETRY_SECONDS = 300.0

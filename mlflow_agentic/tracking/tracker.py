@@ -7,7 +7,7 @@ engine observer; the orchestrator calls ``finish`` after scoring the holdout.
 
 from __future__ import annotations
 
-from mlflow_agentic.engine.types import EngineeringRun
+from mlflow_agentic.core.types import EngineeringRun
 from mlflow_agentic.tracking import models
 from mlflow_agentic.tracking.recorder import AttemptRecorder
 from mlflow_agentic.tracking.result import record_result

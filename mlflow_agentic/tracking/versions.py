@@ -12,8 +12,8 @@ import mlflow
 import numpy as np
 import pandas as pd
 
-from mlflow_agentic import evidence as ev
-from mlflow_agentic.errors import UserInputError
+from mlflow_agentic.core import evidence as ev
+from mlflow_agentic.core.errors import UserInputError
 from mlflow_agentic.scoring.paired import Outputs
 from mlflow_agentic.tracking.evaluation import model_outputs
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from sklearn.pipeline import Pipeline
 
-from mlflow_agentic.errors import ProposerOutputError
+from mlflow_agentic.core.errors import ProposerOutputError
 from mlflow_agentic.trainers.preprocessing import build_preprocessor
 from mlflow_agentic.trainers.space import ParamSpec
 

@@ -10,7 +10,7 @@ import warnings
 from collections.abc import Iterable
 from importlib.metadata import entry_points
 
-from mlflow_agentic.errors import UserInputError, did_you_mean
+from mlflow_agentic.core.errors import UserInputError, did_you_mean
 from mlflow_agentic.trainers.base import Trainer
 from mlflow_agentic.trainers.builtin import builtin_trainers
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from mlflow_agentic.engine.types import Verdict
+from mlflow_agentic.core.types import Verdict
 from mlflow_agentic.verify.leakage import check_too_good
 
 DEFAULT_MARGIN = 0.01

@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel
 
+from mlflow_agentic.core.errors import AgenticError
+from mlflow_agentic.core.protocol import CandidateProposer
+from mlflow_agentic.core.types import AttemptRecord, SolutionCandidate, StopKind, StopReason
 from mlflow_agentic.engine.code import CODE
-from mlflow_agentic.engine.protocol import CandidateProposer
-from mlflow_agentic.engine.types import AttemptRecord, SolutionCandidate, StopKind, StopReason
-from mlflow_agentic.errors import AgenticError
 from mlflow_agentic.llm.client import LLMClient, LLMConfig
 from mlflow_agentic.llm.pricing import cap_reached, price_table
 from mlflow_agentic.llm.prompt import task_facts

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn import metrics as skm
 
-from mlflow_agentic.errors import UserInputError, did_you_mean
+from mlflow_agentic.core.errors import UserInputError, did_you_mean
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from mlflow_agentic.engine.backends import BACKENDS
-from mlflow_agentic.errors import UserInputError, did_you_mean
+from mlflow_agentic.core.errors import UserInputError, did_you_mean
 
+BACKENDS = ("local", "dask", "ray")
+"""Where the fold fits run (``engine.backends``)."""
 SELECTION_RULES = ("best", "one-se")
 """How the selected attempt is chosen (``engine.selection``)."""
 REGISTER_POLICIES = ("better", "always", "never")

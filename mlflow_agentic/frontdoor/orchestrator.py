@@ -8,11 +8,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from mlflow_agentic.briefing import Briefing, build_briefing
+from mlflow_agentic.core.settings import SearchSettings
 from mlflow_agentic.data.split import Holdout, seal_holdout
 from mlflow_agentic.engine import AgenticAutoML, EngineeringRun, SearchObserver
-from mlflow_agentic.engine.settings import SearchSettings
 from mlflow_agentic.engine.steps import EnsembleStep
+from mlflow_agentic.frontdoor.briefing import Briefing, build_briefing
 from mlflow_agentic.proposers.base import CandidateProposer
 from mlflow_agentic.scoring import HoldoutReport, HoldoutScorer, score_on_holdout
 from mlflow_agentic.verify import DeterministicVerifier

@@ -9,8 +9,8 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from mlflow_agentic.engine.observer import SearchContext, SearchObserver
-from mlflow_agentic.engine.types import AttemptRecord, EngineeringRun, SolutionCandidate
+from mlflow_agentic.core.observer import SearchContext, SearchObserver
+from mlflow_agentic.core.types import AttemptRecord, EngineeringRun, SolutionCandidate
 
 STYLE = {"verified": "green", "rejected": "yellow", "failed": "red", "quarantined": "magenta",
          "pruned": "cyan"}

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from mlflow_agentic.engine.types import AttemptRecord, EngineeringRun, SolutionCandidate
+from mlflow_agentic.core.types import AttemptRecord, EngineeringRun, SolutionCandidate
 
 
 @dataclass(frozen=True)

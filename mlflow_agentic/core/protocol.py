@@ -10,7 +10,7 @@ import abc
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from mlflow_agentic.engine.types import AttemptRecord, SolutionCandidate, StopReason
+from mlflow_agentic.core.types import AttemptRecord, SolutionCandidate, StopReason
 
 
 class Review(Protocol):

@@ -16,11 +16,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from mlflow_agentic.core.errors import UserInputError
+from mlflow_agentic.core.metrics import resolve_metric
+from mlflow_agentic.core.settings import SearchSettings, TrackingOptions
 from mlflow_agentic.data import Dataset
-from mlflow_agentic.engine.settings import SearchSettings, TrackingOptions
-from mlflow_agentic.errors import UserInputError
-from mlflow_agentic.metrics import resolve_metric
-from mlflow_agentic.orchestrator import run_search
+from mlflow_agentic.frontdoor.orchestrator import run_search
 from mlflow_agentic.proposers.factory import (
     CodeOptions,
     LLMOptions,
