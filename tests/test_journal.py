@@ -9,14 +9,8 @@ from pathlib import Path
 import mlflow
 import numpy as np
 
-from mlflow_agentic.tracking.journal import (
-    JOURNAL_TAG,
-    Journal,
-    TraceRefused,
-    deliver_trace,
-    flush_journal,
-    send,
-)
+from mlflow_agentic.tracking.delivery import TraceRefused, deliver_trace, flush_journal, send
+from mlflow_agentic.tracking.journal import JOURNAL_TAG, Journal
 from mlflow_agentic.tracking.store import Retrying
 
 

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from mlflow_agentic.cli.mlproject import COMMANDS
 from mlflow_agentic.cli.run import run_command
-from mlflow_agentic.cli.settings import BUDGETED, flag_of, main_block, mlproject_main, offered
+from mlflow_agentic.cli.settings import BUDGETED, entry_block, flag_of, mlproject_entry, offered
 from mlflow_agentic.core.errors import UserInputError
 from mlflow_agentic.core.settings import SearchSettings
 from mlflow_agentic.frontdoor.api import search
@@ -34,10 +35,24 @@ def test_every_setting_is_an_option_of_run_with_its_declared_default(field):
         assert tuple(option.type.choices) == field.metadata["choices"]
 
 
-def test_the_mlproject_main_entry_point_is_the_generated_one():
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_the_mlproject_entry_points_are_the_generated_ones(name):
     """Regenerate with ``python -m mlflow_agentic.cli.mlproject``."""
     text = (ROOT / "MLproject").read_text()
-    assert main_block(text) == mlproject_main(run_command)
+    assert entry_block(text, name) == mlproject_entry(name, COMMANDS[name])
+
+
+@pytest.mark.parametrize("command, name", [
+    (command, name) for command in ("compare", "worker") for name in ("trainers", "cv", "metric",
+                                                                       "margin")]
+    + [("worker", "seed"), ("worker", "n_jobs"), ("worker", "prune"),
+       ("finalize", "selection"), ("finalize", "n_jobs")])
+def test_other_commands_offer_a_setting_as_run_does(command, name):
+    from mlflow_agentic.cli import main
+
+    other = {p.name: p for p in main.commands[command].params}[name]
+    mine = OPTIONS[name]
+    assert (other.opts, other.default, other.help) == (mine.opts, mine.default, mine.help)
 
 
 def test_search_declares_no_setting_of_its_own():

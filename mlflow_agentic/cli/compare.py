@@ -11,7 +11,6 @@ from mlflow_agentic.cli.options import (
     blank_to_none,
     encoding_option,
     exit_on_user_error,
-    named_list,
     optional_float,
     split_from,
     split_list,
@@ -34,19 +33,16 @@ DATA_SUFFIXES = (".csv", ".parquet", ".pq")
               help=f"Comma-separated, from: {', '.join(PROPOSERS)}.")
 @click.option("--budget-iterations", type=WholeNumber(min=1, allow_blank=True), default=None,
               help="Attempts per proposer and seed, seed candidates included (default 30).")
-@click.option("--time-budget", default=None, callback=optional_float,
+@click.option("--time-budget", default=None, callback=optional_float, metavar="SECONDS",
               help="Wall seconds per proposer and seed instead, proposal time included.")
 @click.option("--seeds", default="1,2,3", show_default=True,
               help="Comma-separated seeds: each proposer runs once per seed.")
 @click.option("--split-seed", type=WholeNumber(), default=0, show_default=True,
               help="Seed of the sealed holdout and CV folds that every proposer shares.")
-@click.option("--trainers", callback=named_list,
-              help="Comma-separated trainers to search (default: all that fit the task).")
-@click.option("--cv", type=WholeNumber(min=2), default=5, show_default=True,
-              help="Cross-validation folds.")
-@click.option("--metric", callback=blank_to_none, help="Metric (default: by task).")
-@click.option("--margin", type=click.FloatRange(0, 1, max_open=True), default=0.01,
-              show_default=True, help="How much a candidate must beat the trivial baseline by.")
+@setting_option("trainers")
+@setting_option("cv")
+@setting_option("metric")
+@setting_option("margin")
 @click.option("--candidates", callback=blank_to_none, type=click.Path(),
               help="JSON list of {trainer, params} for the sequence proposer (default: every "
                    "trainer at its defaults).")
@@ -81,17 +77,17 @@ def compare_command(data, target, proposers, budget_iterations, time_budget, see
 
     def work() -> None:
         from mlflow_agentic.compare import CompareOptions
+        from mlflow_agentic.core.settings import SearchSettings
 
         if budget_iterations is not None and time_budget is not None:
             raise UserInputError("give --budget-iterations or --time-budget, not both")
-        if time_budget is not None and time_budget <= 0:
-            raise UserInputError(f"--time-budget must be > 0 seconds, got {time_budget:g}")
         options = CompareOptions(
             proposers=split_list(proposers) or [], seeds=_seeds(seeds),
-            budget_attempts=budget_iterations, time_budget=time_budget,
+            budget_attempts=budget_iterations,
             split=split_from(time_column, group_column, holdout_fraction, post_outcome_columns),
-            split_seed=split_seed, cv=cv, cv_scheme=cv_scheme, metric=metric,
-            trainers=split_list(trainers), margin=margin,
+            split_seed=split_seed,
+            settings=SearchSettings(time_budget=time_budget, cv=cv, cv_scheme=cv_scheme,
+                                    metric=metric, trainers=trainers, margin=margin),
             keep_flagged_columns=keep_flagged_columns, candidates=candidates,
             llm=LLMOptions(llm_model, llm_base_url, max_cost_usd), llm_replay=llm_replay)
         _compare(_datasets(data, target, encoding), options, experiment, tracking_uri, output,

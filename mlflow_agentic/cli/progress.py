@@ -77,11 +77,11 @@ class RichProgress(SearchObserver):
         self.console.print(
             f"metric {metric.name} ({metric.direction}), {context.n_splits}-fold CV, trivial "
             f"baseline {context.baseline_score:.4f}; proposer {context.proposer_name}; "
-            + _what_runs(context.trainers, context.settings))
-        jobs = context.settings.get("n_jobs")
-        budget = context.settings.get("budget_seconds")
+            + _what_runs(context.trainers, context.recorded))
+        jobs = context.recorded.get("n_jobs")
+        budget = context.recorded.get("budget_seconds")
         workers = (f"one candidate at a time, one container per fold ({jobs} at a time)"
-                   if "sandbox" in context.settings
+                   if "sandbox" in context.recorded
                    else f"{jobs} worker(s), single-threaded models")
         self.console.print(workers
                            + (f"; time budget {budget:.0f}s for the search" if budget else ""))
@@ -158,7 +158,7 @@ class ArmProgress(SearchObserver):
         self._name = ""
 
     def on_search_start(self, context: SearchContext) -> None:
-        self._best, self._name = None, f"{context.proposer_name} s{context.random_state}"
+        self._best, self._name = None, f"{context.proposer_name} s{context.search.seed}"
         self._progress = _attempt_bar(self.console)
         self._progress.start()
         self._task = self._progress.add_task(self._name, total=self.total)

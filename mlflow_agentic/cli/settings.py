@@ -76,38 +76,36 @@ def pop_settings(options: dict) -> dict:
     return {f.name: options.pop(f.name) for f in offered() if f.name in options}
 
 
-MLPROJECT_MAIN = ("data", "target", "proposer", "trainers", "max_iterations", "patience",
-                  "max_attempts", "time_budget", "n_jobs", "backend", "cv", "cv_scheme",
-                  "metric", "seed", "margin", "selection", "register_name", "register",
-                  "experiment", "time_column", "group_column", "holdout_fraction",
-                  "post_outcome_columns", "llm_model", "llm_base_url", "max_cost_usd",
-                  "replay", "encoding", "max_experiments", "critic_model")
-"""The options of ``run`` offered as ``-P`` parameters of the MLproject's ``main``."""
+ENTRY_POINTS = {
+    "main": ("run", ("data", "target", "proposer", "trainers", "max_iterations", "patience",
+                     "max_attempts", "time_budget", "n_jobs", "backend", "cv", "cv_scheme",
+                     "metric", "seed", "margin", "selection", "register_name", "register",
+                     "experiment", "time_column", "group_column", "holdout_fraction",
+                     "post_outcome_columns", "llm_model", "llm_base_url", "max_cost_usd",
+                     "replay", "encoding", "max_experiments", "critic_model")),
+    "compare": ("compare", ("data", "target", "proposers", "budget_iterations", "time_budget",
+                            "seeds", "split_seed", "trainers", "cv", "metric", "margin",
+                            "llm_model", "llm_base_url", "max_cost_usd", "llm_replay",
+                            "time_column", "group_column")),
+}
+"""The MLproject's generated entry points: the command each runs, and its options offered as
+``-P`` parameters."""
 
 
-def mlproject_main(run: click.Command) -> str:
-    """The ``main`` entry point's YAML, generated from the ``run`` command's options: a
-    whole-number option is a float parameter (MLflow passes numbers as floats), everything
-    else a string whose default reads as a word (``auto`` / ``none``: unset)."""
-    params = {p.name: p for p in run.params}
-    lines = ["  main:", "    parameters:"]
+def mlproject_entry(name: str, command: click.Command) -> str:
+    """An entry point's YAML, generated from the command's options: a whole-number option is
+    a float parameter (MLflow passes numbers as floats), everything else a string whose unset
+    default reads as a word (``auto`` / ``none``)."""
+    verb, names = ENTRY_POINTS[name]
+    params = {p.name: p for p in command.params}
+    lines = [f"  {name}:", "    parameters:"]
     flags = []
-    for name in MLPROJECT_MAIN:
-        param = params[name]
-        flag = max(param.opts, key=len)
-        if param.required:
-            lines.append(f"      {name}: path")
-        elif isinstance(param.type, (WholeNumber, click.types.IntParamType)) and \
-                param.default is not None:
-            lines.append(f"      {name}: {{type: float, default: {param.default}}}")
-        else:
-            default = param.default if isinstance(param.default, (str, int, float)) else None
-            word = ("none" if default is None and name not in _AUTO_WORDS else
-                    "auto" if default is None else default)
-            lines.append(f"      {name}: {{type: string, default: {word}}}")
-        flags.append(f"{flag} {{{name}}}")
+    for key in names:
+        param = params[key]
+        flags.append(f"{max(param.opts, key=len)} {{{key}}}")
+        lines.append(f"      {key}: {_parameter(key, param)}")
     lines.append("    command: >-")
-    line = "      python -m mlflow_agentic run"
+    line = f"      python -m mlflow_agentic {verb}"
     for part in flags:
         if len(line) + len(part) + 1 > 96:
             lines.append(line)
@@ -117,15 +115,40 @@ def mlproject_main(run: click.Command) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _parameter(key: str, param: click.Parameter) -> str:
+    if param.required:
+        return "{type: string}" if param.multiple else "path"
+    if isinstance(param.type, (WholeNumber, click.types.IntParamType)) and \
+            param.default is not None:
+        return f"{{type: float, default: {param.default}}}"
+    default = param.default if isinstance(param.default, (str, int, float)) else None
+    word = ("none" if default is None and key not in _AUTO_WORDS else
+            "auto" if default is None else default)
+    return f"{{type: string, default: {_yaml(word)}}}"
+
+
+def _yaml(value) -> str:
+    text = str(value)
+    return f'"{text}"' if "," in text else text
+
+
+def mlproject_main(run: click.Command) -> str:
+    return mlproject_entry("main", run)
+
+
 _AUTO_WORDS = ("target", "trainers", "max_iterations", "patience", "n_jobs", "metric",
                "register_name", "experiment", "holdout_fraction", "llm_model", "llm_base_url",
-               "encoding", "critic_model")
+               "encoding", "critic_model", "budget_iterations")
 """Unset parameters that mean "chosen for you" read ``auto``; the others read ``none``."""
 
 
-def main_block(text: str) -> str:
-    """The ``main`` entry point's block of an MLproject file's text."""
-    start = text.index("  main:\n")
-    end = text.index("\n\n", start)
+def entry_block(text: str, name: str = "main") -> str:
+    """An entry point's block of an MLproject file's text (up to the next blank line)."""
+    start = text.index(f"  {name}:\n")
+    end = text.index("\n\n", start) if "\n\n" in text[start:] else len(text) - 1
     return text[start:end + 1]
+
+
+def main_block(text: str) -> str:
+    return entry_block(text, "main")
 

@@ -15,7 +15,6 @@ from mlflow_agentic.cli.options import (
     split_options,
 )
 from mlflow_agentic.cli.settings import setting_option
-from mlflow_agentic.core.settings import SELECTION_RULES
 
 study_option = click.option("--study", required=True,
                             help="Optuna study name: every worker of one search uses the same.")
@@ -106,10 +105,8 @@ def worker_command(study, storage, data, target, trainers, metric, cv, seed, n_t
 @click.option("--no-register", is_flag=True, help="Log the best model but do not register it.")
 @click.option("--no-diagnostics", is_flag=True,
               help="Skip the selected model's holdout diagnostics.")
-@click.option("--selection", type=click.Choice(SELECTION_RULES), default="best",
-              show_default=True, help="Which verified attempt is registered.")
-@click.option("--n-jobs", type=WholeNumber(allow_blank=True), default=None,
-              help="Processes for the refit [default: the cores this process may use].")
+@setting_option("selection")
+@setting_option("n_jobs")
 @tracking_option
 @encoding_option
 @click.option("--quiet", is_flag=True, help="No progress display.")

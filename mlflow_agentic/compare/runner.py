@@ -56,16 +56,13 @@ class CompareOptions:
     seeds: Sequence[int] = (1, 2, 3)
     budget_attempts: int | None = None
     """Attempts per arm, seeds included (default 30 when no time budget is given)."""
-    time_budget: float | None = None
-    """Wall seconds per arm, proposal time included (checked before each proposal)."""
+    settings: SearchSettings | None = None
+    """What every arm shares, declared once in ``SearchSettings``: ``cv``, ``cv_scheme``,
+    ``metric``, ``trainers``, ``margin``, and ``time_budget`` (wall seconds per arm, proposal
+    time included). The arms' own budget, early stopping and ensemble are set here."""
     split: SplitOptions = field(default_factory=SplitOptions)
     split_seed: int = 0
     """Seeds the sealed holdout and the CV folds, which every arm shares."""
-    cv: int = 5
-    cv_scheme: str = "auto"
-    metric: str | None = None
-    trainers: Sequence[str] | None = None
-    margin: float = 0.01
     keep_flagged_columns: bool = False
     candidates: str | None = None
     llm: LLMOptions = field(default_factory=LLMOptions)
@@ -81,18 +78,25 @@ class CompareOptions:
         self.seeds = list(dict.fromkeys(int(s) for s in self.seeds))
         if not self.seeds:
             raise UserInputError("give at least one seed, e.g. --seeds 1,2,3")
-        if self.budget_attempts is None and self.time_budget is None:
+        base = self.settings or SearchSettings()
+        if self.budget_attempts is None and base.time_budget is None:
             self.budget_attempts = DEFAULT_BUDGET
-        self.arm_settings()  # every setting checked once, where it is declared
+        # one arm's search: no early stopping (the same budget for every proposer), no
+        # ensemble (the proposer's own candidates are judged); checked once, where declared
+        self.settings = base.replace(max_iterations=None, patience=None,
+                                     max_attempts=self.budget_attempts, ensemble=False)
 
     def arm_settings(self, seed: int = 0, cv=None, trainers=None) -> SearchSettings:
-        """One arm's search: no early stopping (the same budget for every proposer), the
-        shared folds, no ensemble (the proposer's own candidates are judged)."""
-        return SearchSettings(max_iterations=None, patience=None,
-                              max_attempts=self.budget_attempts, time_budget=self.time_budget,
-                              cv=self.cv if cv is None else cv, cv_scheme=self.cv_scheme,
-                              metric=self.metric, trainers=trainers, seed=seed,
-                              ensemble=False, margin=self.margin)
+        """One arm's settings: its seed, the shared folds and the trainers of the dataset."""
+        return self.settings.replace(seed=seed, cv=self.cv if cv is None else cv,
+                                     trainers=trainers)
+
+    cv = property(lambda self: self.settings.cv)
+    cv_scheme = property(lambda self: self.settings.cv_scheme)
+    metric = property(lambda self: self.settings.metric)
+    trainers = property(lambda self: self.settings.trainers)
+    margin = property(lambda self: self.settings.margin)
+    time_budget = property(lambda self: self.settings.time_budget)
 
     def budget_text(self) -> str:
         parts = []

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from mlflow_agentic.core.settings import SearchSettings
 from mlflow_agentic.core.types import AttemptRecord, EngineeringRun, SolutionCandidate
 
 
@@ -20,11 +21,12 @@ class SearchContext:
     baseline_score: float
     baseline_fold_scores: tuple[float, ...]
     n_splits: int
-    max_iterations: int | None
-    patience: int | None
-    random_state: int
+    search: SearchSettings
+    """The settings the loop runs with (its budget, seed, ...)."""
     proposer_name: str
-    settings: dict[str, Any] = field(default_factory=dict)
+    recorded: dict[str, Any] = field(default_factory=dict)
+    """What the engine resolved from them (workers, pruning, batch size, the sandbox's
+    limits), recorded on the search run beside its parameters."""
     cv_scheme: str = ""
     cv_reason: str = ""
     """Why that scheme: the briefing's advice, or the user's choice."""

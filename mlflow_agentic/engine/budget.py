@@ -23,8 +23,13 @@ AFTER_LOOP_RESERVE_SECONDS = 1.0
 class LoopBudget:
     """The loop's budget, started by ``start()`` at the beginning of ``solve``."""
 
-    def __init__(self, settings: SearchSettings, restored: Mapping, after_loop: bool) -> None:
+    def __init__(self, settings: SearchSettings, restored: Mapping, after_loop: bool,
+                 seconds: float | None = None) -> None:
         self.settings = settings
+        self.seconds = settings.time_budget if seconds is None else seconds
+        """The loop's share of the time budget (refit included; None: no time budget). The
+        front door gives it what is left of the whole command's budget after sealing, with
+        the recording after the loop kept back."""
         self.restored = restored
         self.after_loop = after_loop
         self.started = time.perf_counter()
@@ -50,7 +55,7 @@ class LoopBudget:
 
     def deadline(self) -> float | None:
         """When the loop must stop (a ``time.perf_counter()`` value), or None."""
-        budget = self.settings.time_budget
+        budget = self.seconds
         if budget is None:
             return None
         reserve = min(AFTER_LOOP_RESERVE_SECONDS, 0.1 * budget) if self.after_loop else 0.0
@@ -69,7 +74,7 @@ class LoopBudget:
         deadline = self.deadline()
         if deadline is not None and time.perf_counter() >= deadline:
             return StopReason(StopKind.TIME, f"time budget spent: {self.elapsed():.1f}s of "
-                              f"{s.time_budget:g}s (time for the refit kept back)")
+                              f"{self.seconds:g}s (time for the refit kept back)")
         return None
 
     def exhausted(self, iterations: int, patience_left: int | None) -> StopReason | None:

@@ -61,10 +61,12 @@ class AgenticAutoML:
                  *, verifier: DeterministicVerifier | None = None,
                  observers: Iterable[SearchObserver] = (), briefing=None, extra_X=None,
                  restored: Mapping[int, Restored] | None = None, sandbox=None,
-                 after_loop: Sequence = (), **changes) -> None:
+                 after_loop: Sequence = (), loop_seconds: float | None = None,
+                 **changes) -> None:
         """``settings`` (or its field names as keywords: ``max_iterations=4, cv=3``...).
         ``restored``: the finished attempts of a killed search, by index, to resume it.
-        ``sandbox``: where code-mode candidates run (``mlflow_agentic.sandbox``)."""
+        ``sandbox``: where code-mode candidates run (``mlflow_agentic.sandbox``).
+        ``loop_seconds``: the loop's share of ``time_budget`` (default: all of it)."""
         if not isinstance(proposer, CandidateProposer):
             raise TypeError(f"{type(proposer).__name__} is not a proposer: subclass "
                             "mlflow_agentic.CandidateProposer (propose_initial, propose_next)")
@@ -79,7 +81,8 @@ class AgenticAutoML:
         self.restored = dict(restored or {})
         self.sandbox = sandbox
         self.after_loop = list(after_loop)
-        self.budget = LoopBudget(self.settings, self.restored, bool(self.after_loop))
+        self.budget = LoopBudget(self.settings, self.restored, bool(self.after_loop),
+                                 loop_seconds)
         self.oof: dict[int, np.ndarray] = {}
         """Out-of-fold predictions of the verified attempts (what the ensemble blends)."""
         self.extras: dict[int, np.ndarray] = {}
@@ -127,12 +130,11 @@ class AgenticAutoML:
             dataset=dataset, metric=metric, trainers=tuple(resolve_trainers(s.trainers,
                                                                             dataset.task)),
             baseline_score=baseline.mean, baseline_fold_scores=baseline.fold_scores,
-            n_splits=len(splits), max_iterations=s.max_iterations, patience=s.patience,
-            random_state=s.seed, proposer_name=proposer_name(self.proposer),
-            cv_reason=why, settings=self._recorded_settings(), cv_scheme=scheme,
+            n_splits=len(splits), search=s, proposer_name=proposer_name(self.proposer),
+            cv_reason=why, recorded=self._recorded_settings(), cv_scheme=scheme,
             briefing=self.briefing, emit=self.observers.emit,
-            deadline=(None if s.time_budget is None
-                      else self.budget.started + s.time_budget))
+            deadline=(None if self.budget.seconds is None
+                      else self.budget.started + self.budget.seconds))
         return context, splits
 
     def _recorded_settings(self) -> dict:

@@ -128,14 +128,13 @@ def run_search(
     settings = SearchSettings.of(settings, **changes)
     task = seal(dataset, split=split, cv=settings.cv, cv_scheme=settings.cv_scheme,
                 random_state=settings.seed, keep_flagged_columns=keep_flagged_columns)
-    loop = settings.replace(time_budget=loop_budget(
-        settings.time_budget, started, tracker is not None, dataset.n_rows,
-        len(dataset.columns)))
+    loop_seconds = loop_budget(settings.time_budget, started, tracker is not None,
+                               dataset.n_rows, len(dataset.columns))
     finish_by = (None if settings.time_budget is None
                  else started + settings.time_budget - REGISTER_SECONDS)
-    return search_sealed(task, make_proposer, loop, verifier=verifier, tracker=tracker,
+    return search_sealed(task, make_proposer, settings, verifier=verifier, tracker=tracker,
                          observers=observers, finish_by=finish_by, restored=restored,
-                         sandbox=sandbox)
+                         sandbox=sandbox, loop_seconds=loop_seconds)
 
 
 def loop_budget(total: float | None, started: float, tracked: bool,
@@ -162,13 +161,15 @@ def search_sealed(
     finish_by: float | None = None,
     restored=None,
     sandbox=None,
+    loop_seconds: float | None = None,
     **changes,
 ) -> SearchResult:
     """Search the training rows of ``task``, score every attempt on its holdout, register.
 
     ``settings.cv`` may be a fold count (the briefing's scheme) or fixed splits shared between
     searches. ``finish_by`` (a ``time.perf_counter()`` value): holdout diagnostics that would
-    end later are skipped (a time budget).
+    end later are skipped (a time budget). ``loop_seconds``: the loop's share of
+    ``settings.time_budget`` (``loop_budget``; default: all of it).
     """
     settings = SearchSettings.of(settings, **changes)
     briefing = task.briefing
@@ -181,7 +182,8 @@ def search_sealed(
                            verifier=verifier, observers=all_observers, briefing=briefing,
                            extra_X=task.holdout.dataset.X,  # features only: labels stay here
                            restored=restored, sandbox=sandbox,
-                           after_loop=[EnsembleStep()] if settings.ensemble else [])
+                           after_loop=[EnsembleStep()] if settings.ensemble else [],
+                           loop_seconds=loop_seconds)
     run = automl.solve(briefing.dataset)
     try:
         report = score_on_holdout(run, briefing.dataset, task.holdout, scorer)

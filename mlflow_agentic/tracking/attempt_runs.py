@@ -15,7 +15,8 @@ from mlflow_agentic.engine.restore import recorded_value
 from mlflow_agentic.scoring.plot import trainer_colour
 from mlflow_agentic.tracking import context as run_context
 from mlflow_agentic.tracking.connection import Connection
-from mlflow_agentic.tracking.journal import TAG_MAX, Journal, send
+from mlflow_agentic.tracking.delivery import send
+from mlflow_agentic.tracking.journal import TAG_MAX, Journal
 from mlflow_agentic.tracking.llm_calls import LLMCalls
 from mlflow_agentic.tracking.resume import OUTPUTS_ARTIFACT, write_outputs
 from mlflow_agentic.tracking.search_run import SearchRun

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import mlflow
 
-from mlflow_agentic.tracking.journal import log_batch
+from mlflow_agentic.tracking.delivery import log_batch
 from mlflow_agentic.tracking.store import Retrying, RetryingClient
 
 
@@ -42,7 +42,7 @@ class Connection:
 
     def log(self, run_id: str, metrics: dict, params: dict, tags: dict,
             steps: dict | None = None) -> None:
-        """One batch (``journal.log_batch``), retried while the store does not answer."""
+        """One batch (``delivery.log_batch``), retried while the store does not answer."""
         log_batch(self.client, run_id, metrics, params, tags, steps)
 
     def link(self, path: str) -> str:

@@ -7,7 +7,7 @@ import json
 
 from mlflow.tracing.constant import SpanAttributeKey
 
-from mlflow_agentic.tracking.journal import TraceRefused, deliver_trace
+from mlflow_agentic.tracking.delivery import TraceRefused, deliver_trace
 
 
 class LLMCalls:
@@ -61,7 +61,7 @@ class LLMCalls:
 
 
 def trace_payload(exchange, call: int, proposer: str, run_id: str, experiment_id: str) -> dict:
-    """One LLM call as a trace (``journal.send_trace``): JSON, so it can wait on disk."""
+    """One LLM call as a trace (``delivery.send_trace``): JSON, so it can wait on disk."""
     cand = exchange.candidate
     attributes = {"model": exchange.model, "mode": exchange.mode,
                   "prompt_tokens": exchange.prompt_tokens,

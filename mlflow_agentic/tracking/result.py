@@ -92,7 +92,7 @@ def _log_on_selected(rec, run: EngineeringRun, report, holdout,
         metrics = {}
         if holdout is not None:
             tags.update(log_diagnostics(rec, run.model, ctx.dataset, holdout, run.metric,
-                                        model_id=info.model_id, seed=ctx.random_state,
+                                        model_id=info.model_id, seed=ctx.search.seed,
                                         deadline=deadline))
             s = report.selected if report is not None else None
             if s is not None and s.error is None:  # MLflow's evaluator logs its own, unrounded

@@ -19,7 +19,7 @@ import numpy as np
 from mlflow_agentic.core.errors import UserInputError
 from mlflow_agentic.engine.outcome import Outcome
 from mlflow_agentic.engine.restore import Restored
-from mlflow_agentic.tracking.journal import send_pending
+from mlflow_agentic.tracking.delivery import send_pending
 from mlflow_agentic.tracking.shared import process_alive
 
 OUTPUTS_ARTIFACT = "outputs.npz"
@@ -77,7 +77,7 @@ def read_search(run_id: str, tracking_uri: str, finalizing: bool = False,
                 say=print) -> ResumePoint:
     """``load_resume_point`` against the store at ``tracking_uri``; a killed search's (or a
     dead worker's) journal in this directory is sent to the store first
-    (``journal.send_pending``)."""
+    (``delivery.send_pending``)."""
     import mlflow
 
     client = mlflow.MlflowClient(tracking_uri=tracking_uri)

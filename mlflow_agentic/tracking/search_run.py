@@ -227,14 +227,14 @@ def search_params(context: SearchContext) -> dict:
     ds, metric = context.dataset, context.metric
     return {"proposer": context.proposer_name, "metric": metric.name,
             "direction": metric.direction, "trainers": ",".join(context.trainers),
-            "max_iterations": _or_off(context.max_iterations),
-            "patience": _or_off(context.patience),
+            "max_iterations": _or_off(context.search.max_iterations),
+            "patience": _or_off(context.search.patience),
             "cv_folds": context.n_splits, "cv_scheme": context.cv_scheme,
-            "seed": context.random_state,
+            "seed": context.search.seed,
             "task": ds.task, "target": ds.target, "n_rows": ds.n_rows,
             "n_features": len(ds.feature_columns),
             "excluded_columns": ",".join(ds.excluded_columns) or "none",
-            **dict(context.settings)}
+            **dict(context.recorded)}
 
 
 def _or_off(value):
