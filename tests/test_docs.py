@@ -51,10 +51,25 @@ def blocks() -> list[Block]:
     return found
 
 
+def workspace(tmp_path: Path) -> tuple[Path, dict]:
+    """A directory that looks like the repository to a newcomer's command (the MLproject, the
+    conda file and the examples), so what it writes (``mlflow.db``, ``mlruns/``, journals)
+    lands in ``tmp_path``; and the environment of a fresh shell: no ``MLFLOW_*`` variable an
+    earlier test (or MLflow itself: ``set_experiment``) left in this process."""
+    work = tmp_path / "work"
+    work.mkdir()
+    for name in ("MLproject", "conda.yaml", "examples"):
+        (work / name).symlink_to(ROOT / name)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
+    env.update(MLFLOW_TRACKING_URI=f"sqlite:///{tmp_path / 'mlflow.db'}",
+               MLFLOW_AGENTIC_JOURNAL_DIR=str(tmp_path / "journal"), PYTHONPATH=str(ROOT),
+               PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}")
+    return work, env
+
+
 def run_python(code: str, tmp_path: Path, timeout: float = 600) -> subprocess.CompletedProcess:
-    env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'mlflow.db'}",
-           "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
+    work, env = workspace(tmp_path)
+    return subprocess.run([sys.executable, "-c", code], cwd=work, env=env, capture_output=True,
                           text=True, timeout=timeout)
 
 
@@ -93,16 +108,15 @@ def test_python_blocks_run_as_written(block, tmp_path):
 
 def test_the_main_command_runs_as_written(tmp_path):
     """The README's first command, after its install step (the suite's venv is that install),
-    with the store in a temporary directory."""
+    in a directory holding the project's files, with the store there."""
     text = (ROOT / "README.md").read_text()
     block = next(b for b in blocks() if b.page.name == "README.md" and "mlflow run" in b.code)
     command = block.code.replace("\\\n", " ")
     install = "python3 -m venv .venv && .venv/bin/pip install -e . && "
     assert command.startswith(install), command
     command = command[len(install):].replace('PATH="$PWD/.venv/bin:$PATH"', "").strip()
-    env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'mlflow.db'}",
-           "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
-    done = subprocess.run(["bash", "-c", command], cwd=ROOT, env=env, capture_output=True,
+    work, env = workspace(tmp_path)
+    done = subprocess.run(["bash", "-c", command], cwd=work, env=env, capture_output=True,
                           text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     assert re.search(r"^Agentic AutoML: \d+ attempts", done.stdout, re.M), done.stdout
