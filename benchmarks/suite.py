@@ -259,9 +259,10 @@ def report(rows: list[dict]) -> str:
                 diffs = []
                 for task in complete:
                     sign = 1 if DATASETS[task[0]][3] else -1
-                    diffs.append(sign * (by[(*task, ours)]["score"] - by[(*task, s)]["score"]))
-                wins = sum(d > 1e-4 for d in diffs)
-                losses = sum(d < -1e-4 for d in diffs)
+                    other = by[(*task, s)]["score"]  # relative: datasets differ in scale
+                    diffs.append(sign * (by[(*task, ours)]["score"] - other) / abs(other))
+                wins = sum(d > 1e-5 for d in diffs)
+                losses = sum(d < -1e-5 for d in diffs)
                 ties = len(diffs) - wins - losses
                 p = (wilcoxon(diffs).pvalue if len(diffs) >= 6 and wins + losses
                      else float("nan"))
