@@ -58,26 +58,32 @@ def materialise(name: str, work: Path) -> Path:
     return path
 
 
-def split(csv: Path, target: str, work: Path) -> tuple[Path, Path, str]:
-    """mlflow-agentic's sealed split, written for the peers; returns the holdout digest."""
+def split(csv: Path, target: str, work: Path, seed: int = 0) -> tuple[Path, Path, str]:
+    """mlflow-agentic's sealed split for ``seed`` (what ``run --seed`` seals), written for the
+    peers; returns the holdout digest."""
     from mlflow_agentic.data import Dataset
     from mlflow_agentic.data.split import seal_holdout
 
     dataset = Dataset.from_path(csv, target)
-    train, holdout = seal_holdout(dataset, random_state=0)
+    train, holdout = seal_holdout(dataset, random_state=seed)
     drop = list(dataset.excluded_columns)
-    train_path, holdout_path = work / f"{csv.stem}.train.pkl", work / f"{csv.stem}.holdout.pkl"
+    train_path = work / f"{csv.stem}.{seed}.train.pkl"
+    holdout_path = work / f"{csv.stem}.{seed}.holdout.pkl"
     train.frame.drop(columns=drop).to_pickle(train_path)
     holdout.dataset.frame.drop(columns=drop).to_pickle(holdout_path)
     return train_path, holdout_path, holdout.digest
 
 
 # ---- the systems (each in its own process) ----------------------------------------------------
-def run_agentic(csv: Path, target: str, budget: float, work: Path, digest: str) -> dict:
+def run_agentic(csv: Path, target: str, budget: float, work: Path, digest: str,
+                seed: int = 0, extra: tuple[str, ...] = ()) -> dict:
+    """The whole command (``run --time-budget``) in its own process; its holdout checked to
+    be the harness's (``digest``)."""
     env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{work}/mlflow.db",
            "PATH": f"{BIN}:{os.environ.get('PATH', '')}"}
     cmd = [str(BIN / "mlflow-agentic"), "run", "--data", str(csv), "--target", target,
-           "--time-budget", str(budget), "--quiet", "--experiment", f"bench-{csv.stem}"]
+           "--time-budget", str(budget), "--seed", str(seed), "--quiet",
+           "--experiment", f"bench-{csv.stem}", *extra]
     start = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=work)
     wall = time.perf_counter() - start
@@ -86,6 +92,9 @@ def run_agentic(csv: Path, target: str, budget: float, work: Path, digest: str) 
     line = re.search(r"holdout \((\d+) rows.*?selected (\S+) \S+ CV (\S+) vs holdout (\S+),",
                      proc.stdout)
     attempts = re.search(r"Agentic AutoML: (\d+) attempts", proc.stdout)
+    if line is None or attempts is None:
+        raise RuntimeError(f"mlflow-agentic printed no holdout line:\n{proc.stdout[-2000:]}"
+                           f"\n{proc.stderr[-2000:]}")
     run_id = re.search(r"search run: (\w+)", proc.stdout).group(1)
     import mlflow
 
@@ -140,15 +149,12 @@ def peer_flaml(args) -> dict:
             "trials": len(automl.config_history)}
 
 
-def peer_optuna_hgb(args) -> dict:
-    import optuna
+def typed_frames(train: str, holdout: str, target: str):
+    """The peers' typing of both frames: numbers stored as text parsed, other text as a
+    category (the holdout's with the training categories)."""
     import pandas as pd
-    from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
-    from sklearn.model_selection import cross_val_score
 
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    start = time.perf_counter()
-    X, y, Xh, yh = _frames(args.train, args.holdout, args.target)
+    X, y, Xh, yh = _frames(train, holdout, target)
     for frame in (X, Xh):
         for col in frame.columns:
             if not pd.api.types.is_numeric_dtype(frame[col]):
@@ -156,9 +162,19 @@ def peer_optuna_hgb(args) -> dict:
                                            .replace("", "nan"), errors="coerce") \
                     if frame[col].astype(str).str.strip().replace("", "0").str.match(
                         r"^-?[\d.]+$").mean() > 0.95 else frame[col].astype("category")
-        Xh_cats = Xh.select_dtypes("category").columns
-    for col in Xh_cats:
+    for col in Xh.select_dtypes("category").columns:
         Xh[col] = pd.Categorical(Xh[col], categories=X[col].cat.categories)
+    return X, y, Xh, yh
+
+
+def peer_optuna_hgb(args) -> dict:
+    import optuna
+    from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
+    from sklearn.model_selection import cross_val_score
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    start = time.perf_counter()
+    X, y, Xh, yh = typed_frames(args.train, args.holdout, args.target)
     regression = args.metric == "rmse"
     model_cls = HistGradientBoostingRegressor if regression else HistGradientBoostingClassifier
     scoring = "neg_root_mean_squared_error" if regression else "roc_auc"

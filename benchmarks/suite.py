@@ -81,54 +81,6 @@ def materialise(name: str, work: Path) -> Path:
     return path
 
 
-def split(csv: Path, target: str, work: Path, seed: int) -> tuple[Path, Path, str]:
-    """mlflow-agentic's sealed split for ``seed``, written for the peers."""
-    from mlflow_agentic.data import Dataset
-    from mlflow_agentic.data.split import seal_holdout
-
-    dataset = Dataset.from_path(csv, target)
-    train, holdout = seal_holdout(dataset, random_state=seed)
-    drop = list(dataset.excluded_columns)
-    train_path = work / f"{csv.stem}.{seed}.train.pkl"
-    holdout_path = work / f"{csv.stem}.{seed}.holdout.pkl"
-    train.frame.drop(columns=drop).to_pickle(train_path)
-    holdout.dataset.frame.drop(columns=drop).to_pickle(holdout_path)
-    return train_path, holdout_path, holdout.digest
-
-
-def run_agentic(csv: Path, target: str, budget: float, work: Path, digest: str,
-                seed: int) -> dict:
-    """``mlflow-agentic run --seed S`` seals the same holdout as ``split(..., seed=S)``."""
-    import os
-    import re
-
-    env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{work}/mlflow.db",
-           "PATH": f"{peers.BIN}:{os.environ.get('PATH', '')}"}
-    cmd = [str(peers.BIN / "mlflow-agentic"), "run", "--data", str(csv), "--target", target,
-           "--time-budget", str(budget), "--seed", str(seed), "--quiet", "--register", "never",
-           "--experiment", f"suite-{csv.stem}"]
-    start = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=work)
-    wall = time.perf_counter() - start
-    if proc.returncode != 0:
-        raise RuntimeError(f"mlflow-agentic failed:\n{proc.stderr[-3000:]}")
-    line = re.search(r"holdout \((\d+) rows.*?selected (\S+) \S+ CV (\S+) vs holdout (\S+),",
-                     proc.stdout)
-    attempts = re.search(r"Agentic AutoML: (\d+) attempts", proc.stdout)
-    if line is None or attempts is None:
-        raise RuntimeError(f"mlflow-agentic printed no holdout line:\n{proc.stdout[-2000:]}"
-                           f"\n{proc.stderr[-2000:]}")
-    run_id = re.search(r"search run: (\w+)", proc.stdout).group(1)
-    import mlflow
-
-    mlflow.set_tracking_uri(env["MLFLOW_TRACKING_URI"])
-    recorded = mlflow.MlflowClient().get_run(run_id).data.tags.get("holdout", "")
-    if digest not in recorded:
-        raise RuntimeError(f"different holdout: harness {digest}, run says {recorded!r}")
-    return {"score": float(line.group(4)), "wall": wall, "model": line.group(2),
-            "trials": int(attempts.group(1))}
-
-
 def run_peer(system: str, train: Path, holdout: Path, target: str, metric: str,
              budget: float, autogluon_python: str | None) -> dict:
     out = Path(tempfile.mktemp(suffix=".json"))
@@ -148,7 +100,7 @@ def peer_default_hgb(args) -> dict:
     """HistGradientBoosting at its defaults (native categoricals): the normalizing floor."""
     from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
 
-    X, y, Xh, yh = _typed(args)
+    X, y, Xh, yh = peers.typed_frames(args.train, args.holdout, args.target)
     cls = HistGradientBoostingRegressor if args.metric == "rmse" else \
         HistGradientBoostingClassifier
     model = cls(categorical_features="from_dtype", random_state=0).fit(X, y)
@@ -178,24 +130,6 @@ def peer_autogluon(args, presets: str) -> dict:
 
     return {"score": peers._score(args.metric, y, Wrapped(), X),
             "model": predictor.model_best, "trials": len(predictor.model_names())}
-
-
-def _typed(args):
-    """The peers' typing (numbers stored as text parsed, other text as categories)."""
-    import pandas as pd
-
-    X, y, Xh, yh = peers._frames(args.train, args.holdout, args.target)
-    for col in X.columns:
-        if not pd.api.types.is_numeric_dtype(X[col]):
-            text = X[col].astype(str).str.strip()
-            if text.replace("", "0").str.match(r"^-?[\d.]+$").mean() > 0.95:
-                X[col] = pd.to_numeric(text.replace("", "nan"), errors="coerce")
-                Xh[col] = pd.to_numeric(Xh[col].astype(str).str.strip().replace("", "nan"),
-                                        errors="coerce")
-            else:
-                X[col] = X[col].astype("category")
-                Xh[col] = pd.Categorical(Xh[col], categories=X[col].cat.categories)
-    return X, y, Xh, yh
 
 
 # ---- results ------------------------------------------------------------------------------------
@@ -307,12 +241,13 @@ def measure(args) -> None:
         _, target, metric, _, _ = DATASETS[name]
         csv = materialise(name, work)
         for seed in [int(s) for s in args.seeds.split(",")]:
-            train, holdout, digest = split(csv, target, work, seed)
+            train, holdout, digest = peers.split(csv, target, work, seed)
             for budget in [float(b) for b in args.budgets.split(",")]:
                 for system in args.systems.split(","):
                     burner = peers.busy_core() if args.load else None
                     try:
-                        result = (run_agentic(csv, target, budget, work, digest, seed)
+                        result = (peers.run_agentic(csv, target, budget, work, digest, seed,
+                                                    ("--register", "never"))
                                   if system == "mlflow-agentic" else
                                   run_peer(system, train, holdout, target, metric, budget,
                                            args.autogluon_python))

@@ -125,10 +125,8 @@ def part_graph() -> dict[str, set[str]]:
     return graph
 
 
-def test_no_import_arrow_points_back_up():
-    """The parts form a DAG (data <-> verify, engine <-> proposers, tracking <-> compare were
-    cycles): a cycle is printed as the path that closes it."""
-    graph = part_graph()
+def assert_acyclic(graph: dict[str, set[str]]) -> None:
+    """Fail with the path that closes a cycle of ``graph``, if it has one (depth-first)."""
     state: dict[str, int] = {}
 
     def visit(node: str, path: list[str]) -> None:
@@ -144,6 +142,13 @@ def test_no_import_arrow_points_back_up():
     for node in sorted(graph):
         if node not in state:
             visit(node, [node])
+
+
+def test_no_import_arrow_points_back_up():
+    """The parts form a DAG (data <-> verify, engine <-> proposers, tracking <-> compare were
+    cycles): a cycle is printed as the path that closes it."""
+    graph = part_graph()
+    assert_acyclic(graph)
     assert "compare" not in graph.get("tracking", set())
     assert "verify" not in graph.get("data", set())
 
@@ -249,17 +254,4 @@ def test_no_module_imports_itself_back():
     graph = {m: {i for i in runtime_imports(p) if i in modules and i != m
                  and modules[i].name != "__init__.py"}
              for m, p in modules.items() if p.name != "__init__.py"}
-    state: dict[str, int] = {}
-
-    def visit(node: str, path: list[str]) -> None:
-        state[node] = 1
-        for nxt in sorted(graph.get(node, ())):
-            if state.get(nxt) == 1:
-                pytest.fail("import cycle: " + " -> ".join(path[path.index(nxt):] + [nxt]))
-            if nxt not in state:
-                visit(nxt, [*path, nxt])
-        state[node] = 2
-
-    for node in sorted(graph):
-        if node not in state:
-            visit(node, [node])
+    assert_acyclic(graph)

@@ -132,10 +132,6 @@ def _yaml(value) -> str:
     return f'"{text}"' if "," in text else text
 
 
-def mlproject_main(run: click.Command) -> str:
-    return mlproject_entry("main", run)
-
-
 _AUTO_WORDS = ("target", "trainers", "max_iterations", "patience", "n_jobs", "metric",
                "register_name", "experiment", "holdout_fraction", "llm_model", "llm_base_url",
                "encoding", "critic_model", "budget_iterations")
@@ -147,8 +143,3 @@ def entry_block(text: str, name: str = "main") -> str:
     start = text.index(f"  {name}:\n")
     end = text.index("\n\n", start) if "\n\n" in text[start:] else len(text) - 1
     return text[start:end + 1]
-
-
-def main_block(text: str) -> str:
-    return entry_block(text, "main")
-
