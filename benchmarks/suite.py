@@ -65,6 +65,24 @@ LEAKS = {"smarket": ["Today"], "wage": ["logwage"], "txhousing": ["volume"]}
 """Columns that are the target in disguise (dropped for every system: a benchmark of search,
 not of leakage detection, which ``mlflow-agentic bench traps`` measures)."""
 SYSTEMS = ("mlflow-agentic", "flaml", "optuna-hgb", "default-hgb")
+ALL_SYSTEMS = (*SYSTEMS, "mlflow-agentic-defaults", "autogluon", "autogluon-best")
+AGENTIC = {"mlflow-agentic": "lodo", "mlflow-agentic-defaults": "defaults"}
+"""mlflow-agentic's variants: its portfolio built without the dataset at hand
+(``benchmarks/results/portfolio/lodo-<dataset>.json``, made by ``benchmarks/portfolio.py``: no
+dataset is scored with a portfolio that saw it), or each trainer at its defaults (the start
+before the portfolio)."""
+PORTFOLIOS = ROOT / "benchmarks" / "results" / "portfolio"
+
+
+def agentic_options(system: str, dataset: str) -> tuple[str, ...]:
+    """The whole command as a user runs it (registration included, the default policy), with the
+    variant's portfolio."""
+    if AGENTIC[system] == "defaults":
+        return ("--portfolio", "defaults")
+    lodo = PORTFOLIOS / f"lodo-{dataset}.json"
+    if not lodo.exists():
+        raise RuntimeError(f"{lodo} is missing: run python benchmarks/portfolio.py build")
+    return ("--portfolio", str(lodo))
 
 
 def materialise(name: str, work: Path) -> Path:
@@ -151,11 +169,30 @@ def save(path: Path, rows: list[dict], fresh: list[dict]) -> list[dict]:
     return kept
 
 
-def report(rows: list[dict]) -> str:
-    """Per budget and load: mean rank, mean normalized score, W/T/L and the largest overrun."""
-    import numpy as np
-    from scipy.stats import wilcoxon
+def normalize(rows: list[dict]) -> dict[tuple, float]:
+    """(dataset, seed, load, budget, system) -> normalized score: (score - default HGB) / (best -
+    default HGB), the best over every system and budget of that task (so budgets compare);
+    errors turned into utilities first. Tasks without a default-HGB row are left out."""
+    out = {}
+    for task in {(r["dataset"], r["seed"], r["load"]) for r in rows}:
+        mine = [r for r in rows if (r["dataset"], r["seed"], r["load"]) == task]
+        sign = 1 if DATASETS[task[0]][3] else -1
+        floor = [sign * r["score"] for r in mine if r["system"] == "default-hgb"]
+        top = max(sign * r["score"] for r in mine)
+        if not floor or top <= floor[0]:
+            continue
+        for r in mine:
+            out[(*task, r["budget"], r["system"])] = (sign * r["score"] - floor[0]) / (
+                top - floor[0])
+    return out
 
+
+def report(rows: list[dict]) -> str:
+    """Per budget and load: mean rank, mean normalized score, W/T/L and the largest overrun;
+    then the budget each system needs to reach AutoGluon's 60 s score."""
+    import numpy as np
+
+    norm = normalize(rows)
     lines = []
     for budget, loaded in sorted({(r["budget"], r["load"]) for r in rows}):
         group = [r for r in rows if (r["budget"], r["load"]) == (budget, loaded)]
@@ -164,45 +201,109 @@ def report(rows: list[dict]) -> str:
         by = {(r["dataset"], r["seed"], r["system"]): r for r in group}
         complete = [t for t in tasks if all((*t, s) in by for s in systems)]
         ranks = {s: [] for s in systems}
-        normalized = {s: [] for s in systems}
         for task in complete:
-            higher = DATASETS[task[0]][3]
-            utility = {s: by[(*task, s)]["score"] * (1 if higher else -1) for s in systems}
-            order = sorted(set(utility.values()), reverse=True)
+            sign = 1 if DATASETS[task[0]][3] else -1
+            utility = {s: sign * by[(*task, s)]["score"] for s in systems}
             for s in systems:  # ties share the best rank of the tie
                 ranks[s].append(1 + sum(1 for s2 in systems if utility[s2] > utility[s]))
-            floor = utility.get("default-hgb")
-            top = order[0]
-            for s in systems:
-                if floor is not None and top > floor:
-                    normalized[s].append((utility[s] - floor) / (top - floor))
         lines.append(f"\n## budget {budget:g} s, {'one core busy' if loaded else 'idle'} "
                      f"({len(complete)} dataset x seed tasks)\n")
         lines.append("| system | mean rank | mean normalized score | largest overrun |")
         lines.append("|---|---|---|---|")
         for s in sorted(systems, key=lambda s: np.mean(ranks[s]) if ranks[s] else 99):
             overrun = max((by[(*t, s)]["wall"] / budget - 1 for t in complete), default=0.0)
-            norm = f"{np.mean(normalized[s]):.3f}" if normalized[s] else "-"
-            lines.append(f"| {s} | {np.mean(ranks[s]):.2f} | {norm} | {overrun:+.0%} |")
-        ours = "mlflow-agentic"
-        if ours in systems:
-            lines.append("")
-            for s in systems:
-                if s == ours:
+            scores = [norm[(*t, loaded, budget, s)] for t in complete
+                      if (*t, loaded, budget, s) in norm]
+            mean = f"{np.mean(scores):.3f}" if scores else "-"
+            lines.append(f"| {s} | {np.mean(ranks[s]):.2f} | {mean} | {overrun:+.0%} |")
+        lines += paired(by, complete, systems)
+    return "\n".join(lines + reach(rows))
+
+
+def paired(by: dict, complete: list, systems: list[str]) -> list[str]:
+    """mlflow-agentic against each system: wins/ties/losses and a Wilcoxon signed-rank test on
+    the relative differences (datasets differ in scale)."""
+    from scipy.stats import wilcoxon
+
+    ours = "mlflow-agentic"
+    if ours not in systems:
+        return []
+    lines = [""]
+    for s in systems:
+        if s == ours:
+            continue
+        diffs = []
+        for task in complete:
+            sign = 1 if DATASETS[task[0]][3] else -1
+            other = by[(*task, s)]["score"]
+            diffs.append(sign * (by[(*task, ours)]["score"] - other) / abs(other))
+        wins = sum(d > 1e-5 for d in diffs)
+        losses = sum(d < -1e-5 for d in diffs)
+        p = wilcoxon(diffs).pvalue if len(diffs) >= 6 and wins + losses else float("nan")
+        lines.append(f"- vs {s}: {wins} wins, {len(diffs) - wins - losses} ties, {losses} "
+                     f"losses (Wilcoxon p = {p:.3f})")
+    return lines
+
+
+def reach(rows: list[dict]) -> list[str]:
+    """Per system and load: on how many tasks it reaches AutoGluon's 60 s score, and the median
+    smallest measured budget at which it does (a task it never reaches counts as beyond)."""
+    import numpy as np
+
+    ref = {(r["dataset"], r["seed"], r["load"]): r for r in rows
+           if r["system"] == "autogluon" and r["budget"] == 60}
+    if not ref:
+        return []
+    lines = ["", "## time to reach AutoGluon's 60 s score", "",
+             "| system | load | tasks reached | median budget needed |", "|---|---|---|---|"]
+    for system in sorted({r["system"] for r in rows}):
+        for loaded in sorted({k[2] for k in ref}):
+            needed = []
+            for key, target in ref.items():
+                if key[2] != loaded:
                     continue
-                diffs = []
-                for task in complete:
-                    sign = 1 if DATASETS[task[0]][3] else -1
-                    other = by[(*task, s)]["score"]  # relative: datasets differ in scale
-                    diffs.append(sign * (by[(*task, ours)]["score"] - other) / abs(other))
-                wins = sum(d > 1e-5 for d in diffs)
-                losses = sum(d < -1e-5 for d in diffs)
-                ties = len(diffs) - wins - losses
-                p = (wilcoxon(diffs).pvalue if len(diffs) >= 6 and wins + losses
-                     else float("nan"))
-                lines.append(f"- vs {s}: {wins} wins, {ties} ties, {losses} losses "
-                             f"(Wilcoxon p = {p:.3f})")
-    return "\n".join(lines)
+                sign = 1 if DATASETS[key[0]][3] else -1
+                mine = sorted((r for r in rows if (r["dataset"], r["seed"], r["load"]) == key
+                               and r["system"] == system), key=lambda r: r["budget"])
+                if not mine:
+                    continue
+                hit = [r["budget"] for r in mine if sign * r["score"] >= sign * target["score"]]
+                needed.append(hit[0] if hit else float("inf"))
+            if needed:
+                median = np.median(needed)
+                text = f"{median:g} s" if np.isfinite(median) else "not reached"
+                lines.append(f"| {system} | {'busy' if loaded else 'idle'} | "
+                             f"{sum(np.isfinite(needed))}/{len(needed)} | {text} |")
+    return lines
+
+
+def plot(rows: list[dict], path: Path) -> None:
+    """Mean normalized score against budget, one line per system and load."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    norm = normalize(rows)
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for system in sorted({k[4] for k in norm}):
+        for loaded in (False, True):
+            points = sorted({k[3] for k in norm if k[4] == system and k[2] == loaded})
+            if not points:
+                continue
+            means = [np.mean([v for k, v in norm.items() if k[4] == system and k[2] == loaded
+                              and k[3] == b]) for b in points]
+            ax.plot(points, means, marker="o", linestyle="--" if loaded else "-",
+                    label=f"{system}{' (one core busy)' if loaded else ''}")
+    ax.set_xscale("log")
+    ax.set_xlabel("wall budget (s)")
+    ax.set_ylabel("mean normalized score (0 = default HGB, 1 = best seen)")
+    ax.set_title("benchmarks/suite.py: mean over datasets x split seeds")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
 
 
 def main() -> None:
@@ -211,14 +312,19 @@ def main() -> None:
     parser.add_argument("--datasets", default=",".join(DATASETS))
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--budgets", default="20,60,300")
-    parser.add_argument("--systems", default=",".join(SYSTEMS))
+    parser.add_argument("--systems", default=None,
+                        help=f"run: default {','.join(SYSTEMS)}; report: default all")
     parser.add_argument("--load", action="store_true", help="keep one core busy meanwhile")
     parser.add_argument("--results", type=Path, default=RESULTS)
     parser.add_argument("--autogluon-python", default=None)
+    parser.add_argument("--plot", type=Path, default=None,
+                        help="report: also draw normalized score against budget (PNG)")
     for name in ("peer", "train", "holdout", "target", "metric", "peer-out"):
         parser.add_argument(f"--{name}", help=argparse.SUPPRESS)
     parser.add_argument("--budget", type=float, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    args.systems = args.systems or ",".join(ALL_SYSTEMS if args.command == "report"
+                                            else SYSTEMS)
     if args.command == "peer":
         run = {"flaml": peers.peer_flaml, "optuna-hgb": peers.peer_optuna_hgb,
                "default-hgb": peer_default_hgb,
@@ -227,7 +333,10 @@ def main() -> None:
         Path(args.peer_out).write_text(json.dumps(run(args)))
         return
     if args.command == "report":
-        print(report(load(args.results)))
+        rows = [r for r in load(args.results) if r["system"] in args.systems.split(",")]
+        print(report(rows))
+        if args.plot:
+            plot(rows, args.plot)
         return
     measure(args)
 
@@ -247,8 +356,8 @@ def measure(args) -> None:
                     burner = peers.busy_core() if args.load else None
                     try:
                         result = (peers.run_agentic(csv, target, budget, work, digest, seed,
-                                                    ("--register", "never"))
-                                  if system == "mlflow-agentic" else
+                                                    agentic_options(system, name))
+                                  if system in AGENTIC else
                                   run_peer(system, train, holdout, target, metric, budget,
                                            args.autogluon_python))
                     except RuntimeError as exc:

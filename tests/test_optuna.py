@@ -1,4 +1,4 @@
-"""OptunaProposer: deterministic for a seed, seeded by defaults, told FAIL, shareable storage."""
+"""OptunaProposer: deterministic for a seed, started by the portfolio, told FAIL, shared."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import pytest
 from mlflow_agentic import OptunaProposer
 from mlflow_agentic.engine import AgenticAutoML
 from mlflow_agentic.trainers import get_trainer
+from mlflow_agentic.trainers.portfolio import starts
 
 TRAINERS = ["linear", "hist_gradient_boosting", "xgboost"]
 
@@ -23,25 +24,32 @@ def search(dataset, seed, **kw):
     return run, proposer
 
 
-def test_same_seed_same_candidates_and_seeded_by_defaults(churn_small):
-    first, proposer = search(churn_small, seed=7)
-    second, _ = search(churn_small, seed=7)
+def test_same_seed_same_candidates_and_started_by_the_portfolio(churn_small):
+    first, proposer = search(churn_small, seed=7, portfolio="builtin")
+    second, _ = search(churn_small, seed=7, portfolio="builtin")
     assert sequence(first) == sequence(second)
-    assert len(first.attempts) == len(TRAINERS) + 4
-    for attempt, name in zip(first.attempts, TRAINERS, strict=False):
-        assert attempt.candidate.trainer == name
-        assert attempt.candidate.params == get_trainer(name).defaults(churn_small)
+    planned = starts("builtin", churn_small, TRAINERS)
+    assert len(first.attempts) == len(planned) + 4
+    assert sequence(first)[:len(planned)] == [(name, params) for name, params, _ in planned]
+    assert "portfolio configuration 1 of" in first.attempts[0].candidate.rationale
     # every trial was told: the study holds one COMPLETE trial per attempt
     states = [t.state for t in proposer.study.trials]
     assert states == [optuna.trial.TrialState.COMPLETE] * len(first.attempts)
     assert [t.value for t in proposer.study.trials] == pytest.approx(
         [a.score for a in first.attempts])
-    other, _ = search(churn_small, seed=8)
-    assert sequence(other)[len(TRAINERS):] != sequence(first)[len(TRAINERS):]
+    other, _ = search(churn_small, seed=8, portfolio="builtin")
+    assert sequence(other)[len(planned):] != sequence(first)[len(planned):]
+
+
+def test_the_defaults_start_is_every_trainer_at_its_defaults_cheap_first(churn_small):
+    run, _ = search(churn_small, seed=7, portfolio="defaults")
+    for attempt, name in zip(run.attempts, TRAINERS, strict=False):
+        assert attempt.candidate.trainer == name
+        assert attempt.candidate.params == get_trainer(name).defaults(churn_small)
 
 
 def test_failures_are_told_as_fail(churn_small, broken_trainer):
-    proposer = OptunaProposer(seed=0)
+    proposer = OptunaProposer(seed=0, portfolio="defaults")
     run = AgenticAutoML(proposer, max_iterations=0, cv=3, trainers=["linear", broken_trainer],
                         ensemble=False).solve(churn_small)
     assert [a.failed for a in run.attempts] == [False, True]

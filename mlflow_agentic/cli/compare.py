@@ -43,6 +43,7 @@ DATA_SUFFIXES = (".csv", ".parquet", ".pq")
 @setting_option("cv")
 @setting_option("metric")
 @setting_option("margin")
+@setting_option("portfolio")
 @click.option("--candidates", callback=blank_to_none, type=click.Path(),
               help="JSON list of {trainer, params} for the sequence proposer (default: every "
                    "trainer at its defaults).")
@@ -67,7 +68,7 @@ DATA_SUFFIXES = (".csv", ".parquet", ".pq")
 @encoding_option
 @click.option("--quiet", is_flag=True, help="No progress bars; print the tables only.")
 def compare_command(data, target, proposers, budget_iterations, time_budget, seeds, split_seed,
-                    trainers, cv, metric, margin, candidates, llm_model, llm_base_url,
+                    trainers, cv, metric, margin, portfolio, candidates, llm_model, llm_base_url,
                     max_cost_usd, llm_replay, experiment, tracking_uri, output, time_column,
                     group_column, holdout_fraction, post_outcome_columns, cv_scheme,
                     keep_flagged_columns, encoding, quiet) -> None:
@@ -87,7 +88,8 @@ def compare_command(data, target, proposers, budget_iterations, time_budget, see
             split=split_from(time_column, group_column, holdout_fraction, post_outcome_columns),
             split_seed=split_seed,
             settings=SearchSettings(time_budget=time_budget, cv=cv, cv_scheme=cv_scheme,
-                                    metric=metric, trainers=trainers, margin=margin),
+                                    metric=metric, trainers=trainers, margin=margin,
+                                    portfolio=portfolio),
             keep_flagged_columns=keep_flagged_columns, candidates=candidates,
             llm=LLMOptions(llm_model, llm_base_url, max_cost_usd), llm_replay=llm_replay)
         _compare(_datasets(data, target, encoding), options, experiment, tracking_uri, output,

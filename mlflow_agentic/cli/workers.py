@@ -44,6 +44,7 @@ tracking_option = click.option(
 @setting_option("n_jobs")
 @setting_option("margin")
 @setting_option("prune")
+@setting_option("portfolio")
 @click.option("--experiment", callback=blank_to_none,
               help="MLflow experiment (default: <data file stem>-agentic).")
 @click.option("--finalize", "finalize_last", is_flag=True,
@@ -57,7 +58,7 @@ tracking_option = click.option(
 @encoding_option
 @click.option("--quiet", is_flag=True, help="No progress display.")
 def worker_command(study, storage, data, target, trainers, metric, cv, seed, n_trials, n_jobs,
-                   margin, prune, experiment, finalize_last, register_name, tracking_uri,
+                   margin, prune, portfolio, experiment, finalize_last, register_name, tracking_uri,
                    time_column, group_column, holdout_fraction, post_outcome_columns,
                    cv_scheme, keep_flagged_columns, encoding, quiet) -> None:
     """Work on a shared search: ask the study for trials, cross-validate them here, record each
@@ -72,7 +73,7 @@ def worker_command(study, storage, data, target, trainers, metric, cv, seed, n_t
         result = run_worker(
             data, study=study, storage=storage, target=target, trainers=trainers,
             metric=metric, cv=cv, cv_scheme=cv_scheme, seed=seed, n_trials=n_trials,
-            n_jobs=n_jobs, margin=margin, prune=prune,
+            n_jobs=n_jobs, margin=margin, prune=prune, portfolio=portfolio,
             split=split_from(time_column, group_column, holdout_fraction,
                              post_outcome_columns),
             keep_flagged_columns=keep_flagged_columns, experiment=experiment,

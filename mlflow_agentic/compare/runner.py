@@ -279,7 +279,8 @@ def _run_arm(task, name, seed, trainers, options, llm, splits, verifier, tags, o
 
     def make():
         made.append(build_proposer(name, seed=seed, trainers=trainers, dataset=task.dataset,
-                                   candidates=options.candidates, llm=llm))
+                                   candidates=options.candidates, llm=llm,
+                                   portfolio=options.settings.portfolio))
         return made[0]
 
     arm_tracker = MlflowTracker(register=False, log_model=False,

@@ -85,6 +85,10 @@ class SearchSettings:
         "(default: by task).")
     trainers: tuple[str, ...] | None = setting(
         None, "Comma-separated trainers to search (default: all that fit the task).")
+    portfolio: str = setting(
+        "builtin", "The optuna proposer's first candidates: builtin (proven configurations, "
+        "chosen across public datasets by benchmarks/portfolio.py), defaults (each trainer at "
+        "its defaults), or a portfolio JSON file.", metavar="builtin|defaults|FILE")
     seed: int = setting(0, "Seed for CV splits, models and the proposer.")
     n_jobs: int | None = setting(
         None, "Worker processes for the CV folds; each model is single-threaded [default: the "

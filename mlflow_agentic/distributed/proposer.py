@@ -14,14 +14,15 @@ from mlflow_agentic.proposers.optuna import OptunaProposer
 class SharedOptunaProposer(OptunaProposer):
     """Asks the shared study one trial at a time until it holds ``n_trials``; beats for the
     trials it holds, so a worker that dies leaves them FAIL (failed by the next worker to ask),
-    never RUNNING forever. The first worker enqueues the trainers' defaults; any worker may
+    never RUNNING forever. The first worker enqueues the portfolio's starts; any worker may
     take them."""
 
     batch_size = 1
 
-    def __init__(self, shared: SharedStudy, seed: int, n_trials: int, first: bool) -> None:
+    def __init__(self, shared: SharedStudy, seed: int, n_trials: int, first: bool,
+                 portfolio: str = "builtin") -> None:
         super().__init__(seed=seed, storage=shared.storage, study_name=shared.name,
-                         seed_defaults=first)
+                         seed_defaults=first, portfolio=portfolio)
         self.shared, self.n_trials = shared, n_trials
         self.stop_reason: StopReason | None = None
         self._held: dict[int, int] = {}  # trial number -> trial id
@@ -33,7 +34,7 @@ class SharedOptunaProposer(OptunaProposer):
     def propose_initial(self, dataset, trainers: Sequence[str]) -> list[SolutionCandidate]:
         if self.seed_defaults:
             self._create_study(dataset, trainers)
-            self._enqueue_defaults(dataset, trainers)
+            self._enqueue_starts(dataset, trainers)
         self._beat.start()
         first = self.propose_next(dataset, (), trainers)
         return [first] if first is not None else []

@@ -88,7 +88,8 @@ def run_worker(data, *, study: str, storage: str, target: str | None = None,
         tracker_ready(tracker)
     # workers seed their samplers apart, or they would propose the same points
     proposer = SharedOptunaProposer(shared, seed=base.seed * 1000 + _worker_number(label),
-                                    n_trials=n_trials, first=shared.created)
+                                    n_trials=n_trials, first=shared.created,
+                                    portfolio=base.portfolio)
     automl = AgenticAutoML(proposer, settings.replace(cv_scheme=task.briefing.cv_scheme),
                            observers=[tracker, *observers], briefing=task.briefing,
                            extra_X=task.holdout.dataset.X)  # features only

@@ -15,6 +15,8 @@ from mlflow_agentic.core.settings import SearchSettings
 from mlflow_agentic.core.types import AttemptRecord, StopKind, StopReason
 from mlflow_agentic.engine.refit import ENSEMBLE
 
+ENSEMBLE_MEMBERS = 4
+"""Members a greedy ensemble usually keeps (its refit refits each): what the deadline plans for."""
 AFTER_LOOP_RESERVE_SECONDS = 1.0
 """Kept back from a time budget for the steps after the loop (the ensemble selection; at most
 10% of the budget), on top of the refit's own estimate."""
@@ -35,23 +37,35 @@ class LoopBudget:
         self.started = time.perf_counter()
         self.refit_estimate = 0.0
         self.best_utility: float | None = None
+        self.refit_costs: list[tuple[float, float]] = []
+        """(utility, estimated refit seconds) of every verified attempt so far."""
+        self.workers = 1
+        """How many refits run at once (the loop sets its worker count)."""
 
     def start(self) -> None:
         self.started = time.perf_counter()
-        self.refit_estimate, self.best_utility = 0.0, None
+        self.refit_estimate, self.best_utility, self.refit_costs = 0.0, None, []
 
     def elapsed(self) -> float:
         return time.perf_counter() - self.started
 
     def note_refit_cost(self, record: AttemptRecord, fit_seconds: float, n_folds: int,
                         preprocess_seconds: float) -> None:
-        """The refit of the best so far: one fold's fit on k/(k-1) the rows, plus that share of
-        the preprocessing the folds had ready-made (a refit does its own: seconds on a big
-        file)."""
+        """What the final refit may cost: the best attempt's (one fold's fit on k/(k-1) the
+        rows, plus that share of the preprocessing the folds had ready-made: a refit does its
+        own, seconds on a big file), or, when an ensemble step follows, its likely members'
+        (the best ``ENSEMBLE_MEMBERS`` attempts, refit side by side on the workers)."""
+        n = max(n_folds, 1)
+        cost = (fit_seconds / n + preprocess_seconds / n) * 1.3
+        self.refit_costs.append((record.utility, cost))
         if self.best_utility is None or record.utility > self.best_utility:
             self.best_utility = record.utility
-            n = max(n_folds, 1)
-            self.refit_estimate = (fit_seconds / n + preprocess_seconds / n) * 1.3
+        best = max(self.refit_costs)[1]
+        if not self.after_loop:
+            self.refit_estimate = best
+            return
+        likely = [c for _, c in sorted(self.refit_costs, reverse=True)[:ENSEMBLE_MEMBERS]]
+        self.refit_estimate = max(best, max(likely), sum(likely) / max(self.workers, 1))
 
     def deadline(self) -> float | None:
         """When the loop must stop (a ``time.perf_counter()`` value), or None."""

@@ -94,6 +94,7 @@ class AgenticAutoML:
         self.oof, self.extras = {}, {}
         context, splits = self._context(dataset)
         s = self.settings
+        self.budget.workers = self.n_jobs
         pool = WorkerPool(self.n_jobs, s.backend, s.backend_address)
         if self.sandbox is None:  # code mode fits in the sandbox, not in these workers
             pool.warm_up()  # they import the scientific stack while the baseline and tracking run

@@ -149,7 +149,7 @@ def _proposer_factory(proposer, candidates, llm, code, settings: SearchSettings,
             return listed
         return build_proposer(proposer, seed=settings.seed, trainers=list(settings.trainers),
                               dataset=dataset, optuna_storage=optuna_storage, llm=llm,
-                              code=code)
+                              code=code, portfolio=settings.portfolio)
 
     return make
 

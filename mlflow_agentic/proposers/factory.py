@@ -47,7 +47,8 @@ class CodeOptions:
 
 def build_proposer(name: str, *, seed: int, trainers: Sequence[str], dataset,
                    candidates: str | None = None, optuna_storage: str | None = None,
-                   llm: LLMOptions | None = None, code: CodeOptions | None = None):
+                   llm: LLMOptions | None = None, code: CodeOptions | None = None,
+                   portfolio: str = "builtin"):
     """A fresh proposer. Call it only after the holdout is sealed."""
     from mlflow_agentic.proposers import OptunaProposer, RandomProposer, SequenceProposer
 
@@ -72,7 +73,7 @@ def build_proposer(name: str, *, seed: int, trainers: Sequence[str], dataset,
         return LLMProposer(model=llm.model, base_url=llm.base_url,
                            max_cost_usd=llm.max_cost_usd, seed=seed, resumed=llm.resumed or ())
     if name == "optuna":
-        return OptunaProposer(seed=seed, storage=optuna_storage)
+        return OptunaProposer(seed=seed, storage=optuna_storage, portfolio=portfolio)
     if name == "random":
         return RandomProposer(seed=seed)
     if name != "sequence":

@@ -1,7 +1,8 @@
 """``OptunaProposer``: Optuna's TPE over a conditional space of the allowed trainers, via ask/tell.
 
-Seeded by each trainer's defaults (enqueued trials), deterministic for a given ``seed``. With
-``storage=`` (an RDB URL) several processes can share one study.
+Started from the portfolio of proven configurations (enqueued trials, ``trainers.portfolio``),
+deterministic for a given ``seed``. With ``storage=`` (an RDB URL) several processes can share
+one study.
 """
 
 from __future__ import annotations
@@ -36,8 +37,11 @@ class OptunaProposer(CandidateProposer):
     Fixed, not tied to ``n_jobs``, so a seeded search proposes the same with any ``n_jobs``."""
 
     def __init__(self, seed: int = 0, storage: str | None = None, study_name: str | None = None,
-                 sampler=None, seed_defaults: bool = True) -> None:
+                 sampler=None, seed_defaults: bool = True, portfolio: str = "builtin") -> None:
         self.seed = seed
+        self.portfolio = portfolio
+        """The first trials: ``builtin`` (the shipped portfolio), ``defaults`` (each trainer at
+        its defaults) or a portfolio JSON file (``trainers.portfolio``)."""
         self.storage = storage
         self.study_name = study_name
         self.sampler = sampler
@@ -50,17 +54,24 @@ class OptunaProposer(CandidateProposer):
         self._create_study(dataset, trainers)
         if not self.seed_defaults:
             return [self._ask(dataset, trainers, "optuna TPE (random start)")]
-        self._enqueue_defaults(dataset, trainers)
-        return [self._ask(dataset, trainers, "trainer defaults (enqueued Optuna trial)")
-                for _ in trainers]
+        whys = self._enqueue_starts(dataset, trainers)
+        return [self._ask(dataset, trainers, f"{why} (enqueued Optuna trial)") for why in whys]
 
-    def _enqueue_defaults(self, dataset, trainers: Sequence[str]) -> None:
-        """Every trainer at its defaults, cheap first, as the study's first trials."""
-        for name in sorted(trainers, key=lambda t: get_trainer(t).cost):
-            defaults = get_trainer(name).defaults(dataset)
+    def _enqueue_starts(self, dataset, trainers: Sequence[str]) -> list[str]:
+        """The portfolio's configurations, then the other trainers at their defaults, as the
+        study's first trials; returns why each was chosen."""
+        from mlflow_agentic.trainers.portfolio import starts
+
+        whys = []
+        for name, params, why in starts(self.portfolio, dataset, trainers):
             self.study.enqueue_trial(
-                {TRAINER_PARAM: name, **{_param_name(name, k): v for k, v in defaults.items()}},
+                {TRAINER_PARAM: name, **{_param_name(name, k): v for k, v in params.items()}},
                 skip_if_exists=self.storage is not None)
+            whys.append(why)
+        return whys
+
+    def run_params(self) -> dict[str, str]:
+        return {"portfolio": self.portfolio}
 
     def propose_next(self, dataset, history: Sequence[AttemptRecord], trainers: Sequence[str]
                      ) -> SolutionCandidate | None:

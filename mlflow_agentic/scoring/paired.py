@@ -91,16 +91,73 @@ def paired_bootstrap(metric: str, y_true, ours: Outputs, theirs: Outputs, *,
     everything = np.arange(len(y))
     observed = difference(everything)
     rng = np.random.default_rng(seed)
-    draws = []
-    for _ in range(resamples):
-        rows = rng.integers(0, len(y), len(y))
-        try:
-            value = difference(rows)
-        except ValueError:  # e.g. ROC AUC of a resample holding one class
-            continue
-        if math.isfinite(value):
-            draws.append(value)
+    resampled = [rng.integers(0, len(y), len(y)) for _ in range(resamples)]
+    fast = _WEIGHTED.get(metric)
+    if fast is not None:  # the same resamples, as row counts: one pass for all of them
+        draws = [float(d) for d in sign * (fast(y, ours, resampled) - fast(y, theirs, resampled))
+                 if math.isfinite(d)]
+    else:
+        draws = []
+        for rows in resampled:
+            try:
+                value = difference(rows)
+            except ValueError:  # e.g. ROC AUC of a resample holding one class
+                continue
+            if math.isfinite(value):
+                draws.append(value)
     if not draws:
         return PairedComparison(metric, observed, (math.nan, math.nan), len(y), 0)
     low, high = np.quantile(draws, [1 - CONFIDENCE, CONFIDENCE])
     return PairedComparison(metric, observed, (float(low), float(high)), len(y), len(draws))
+
+
+BLOCK = 64
+"""Resamples weighed at once (a block of row counts is ``BLOCK`` x rows)."""
+
+
+def _counts(resampled: list[np.ndarray], n: int):
+    """Blocks of row counts: how often each row is in each resample."""
+    for start in range(0, len(resampled), BLOCK):
+        block = resampled[start:start + BLOCK]
+        counts = np.zeros((len(block), n))
+        for i, rows in enumerate(block):
+            counts[i] = np.bincount(rows, minlength=n)
+        yield counts
+
+
+def _weighted_auc(y, outputs: Outputs, resampled) -> np.ndarray:
+    """ROC AUC of every resample (NaN where it holds one class only), as ``roc_auc_score`` on
+    the resampled rows: ties count a half."""
+    positive = np.asarray(y == outputs.classes[1], dtype=float)
+    score = outputs.proba[:, 1]
+    order = np.argsort(score, kind="mergesort")
+    starts = np.flatnonzero(np.r_[True, np.diff(score[order]) != 0])  # groups of equal scores
+    out = []
+    for counts in _counts(resampled, len(y)):
+        w = counts[:, order]
+        pos = np.add.reduceat(w * positive[order], starts, axis=1)
+        neg = np.add.reduceat(w * (1 - positive[order]), starts, axis=1)
+        below = np.cumsum(neg, axis=1) - neg  # negatives scored strictly lower
+        pairs = pos.sum(axis=1) * neg.sum(axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out.append(np.where(pairs > 0, (pos * (below + 0.5 * neg)).sum(axis=1) / pairs,
+                                np.nan))
+    return np.concatenate(out)
+
+
+def _weighted_error(power: int):
+    def error(y, outputs: Outputs, resampled) -> np.ndarray:
+        residual = np.abs(np.asarray(y, dtype=float) - np.asarray(outputs.y_pred, dtype=float))
+        out = []
+        for counts in _counts(resampled, len(y)):
+            mean = counts @ residual ** power / counts.sum(axis=1)
+            out.append(np.sqrt(mean) if power == 2 else mean)
+        return np.concatenate(out)
+
+    return error
+
+
+_WEIGHTED = {"roc_auc": _weighted_auc, "rmse": _weighted_error(2), "mae": _weighted_error(1)}
+"""Metrics computed for a whole block of resamples at once (row counts as weights): the same
+values as scoring each resample's rows, in a fraction of the time (a gate on 2,000 holdout rows
+took 5 s of a 20 s budget)."""

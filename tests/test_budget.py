@@ -1,0 +1,39 @@
+"""The loop's deadline plans for the refit that will come: the best attempt's, or, when an
+ensemble step follows, its likely members' side by side on the workers."""
+
+from __future__ import annotations
+
+import pytest
+
+from mlflow_agentic.core.settings import SearchSettings
+from mlflow_agentic.core.types import AttemptRecord, SolutionCandidate, Verdict
+from mlflow_agentic.engine.budget import ENSEMBLE_MEMBERS, LoopBudget
+
+
+def attempt(score: float) -> AttemptRecord:
+    return AttemptRecord(SolutionCandidate("linear", {}), score, Verdict(True, "ok", score))
+
+
+def budget(after_loop: bool, workers: int = 2) -> LoopBudget:
+    b = LoopBudget(SearchSettings(time_budget=60), {}, after_loop)
+    b.start()
+    b.workers = workers
+    return b
+
+
+def test_without_an_ensemble_the_deadline_keeps_back_the_best_attempts_refit():
+    b = budget(after_loop=False)
+    b.note_refit_cost(attempt(0.80), fit_seconds=50.0, n_folds=5, preprocess_seconds=0.0)
+    b.note_refit_cost(attempt(0.70), fit_seconds=500.0, n_folds=5, preprocess_seconds=0.0)
+    assert b.refit_estimate == pytest.approx(10.0 * 1.3)  # the best's, not the slowest's
+
+
+def test_with_an_ensemble_the_likely_members_refit_side_by_side():
+    b = budget(after_loop=True, workers=2)
+    costs = [10.0, 20.0, 30.0, 40.0, 50.0]  # one fold each (n_folds=1), best score last
+    for i, seconds in enumerate(costs):
+        b.note_refit_cost(attempt(0.7 + i / 100), fit_seconds=seconds, n_folds=1,
+                          preprocess_seconds=0.0)
+    likely = sorted(costs)[-ENSEMBLE_MEMBERS:]  # the best scores are the slowest here
+    assert b.refit_estimate == pytest.approx(1.3 * sum(likely) / 2)
+    assert b.deadline() < b.started + 60 - b.refit_estimate + 1e-9
