@@ -135,6 +135,8 @@ def _score(metric: str, y, model, X) -> float:
         return float(root_mean_squared_error(y, model.predict(X)))
     proba = np.asarray(model.predict_proba(X))
     classes = list(model.classes_)
+    if metric == "roc_auc_ovr":
+        return float(roc_auc_score(y, proba, multi_class="ovr", labels=classes))
     return float(roc_auc_score(y == classes[1], proba[:, 1]))
 
 
@@ -177,7 +179,7 @@ def peer_optuna_hgb(args) -> dict:
     X, y, Xh, yh = typed_frames(args.train, args.holdout, args.target)
     regression = args.metric == "rmse"
     model_cls = HistGradientBoostingRegressor if regression else HistGradientBoostingClassifier
-    scoring = "neg_root_mean_squared_error" if regression else "roc_auc"
+    scoring = "neg_root_mean_squared_error" if regression else args.metric
     study = optuna.create_study(direction="maximize",
                                 sampler=optuna.samplers.TPESampler(seed=0))
 

