@@ -68,12 +68,16 @@ LEAKS = {"smarket": ["Today"], "wage": ["logwage"], "txhousing": ["volume"],
 """Columns that are the target in disguise (dropped for every system: a benchmark of search,
 not of leakage detection, which ``mlflow-agentic bench traps`` measures)."""
 SYSTEMS = ("mlflow-agentic", "flaml", "optuna-hgb", "default-hgb")
-ALL_SYSTEMS = (*SYSTEMS, "mlflow-agentic-defaults", "autogluon", "autogluon-best")
-AGENTIC = {"mlflow-agentic": "lodo", "mlflow-agentic-defaults": "defaults"}
+ALL_SYSTEMS = (*SYSTEMS, "mlflow-agentic-defaults", "mlflow-agentic-no-lightgbm", "autogluon",
+               "autogluon-best")
+AGENTIC = {"mlflow-agentic": "lodo", "mlflow-agentic-defaults": "defaults",
+           "mlflow-agentic-no-lightgbm": "lodo"}
 """mlflow-agentic's variants: its portfolio built without the dataset at hand
 (``benchmarks/results/portfolio/lodo-<dataset>.json``, made by ``benchmarks/portfolio.py``: no
 dataset is scored with a portfolio that saw it), or each trainer at its defaults (the start
-before the portfolio)."""
+before the portfolio); or the first without LightGBM (what ``pip install mlflow-agentic`` without
+the ``[lightgbm]`` extra searches)."""
+NO_LIGHTGBM = "linear,random_forest,extra_trees,hist_gradient_boosting,xgboost"
 PORTFOLIOS = ROOT / "benchmarks" / "results" / "portfolio"
 
 
@@ -83,9 +87,10 @@ def agentic_options(system: str, dataset: str) -> tuple[str, ...]:
     if AGENTIC[system] == "defaults":
         return ("--portfolio", "defaults")
     lodo = PORTFOLIOS / f"lodo-{dataset}.json"
-    if not lodo.exists():
-        raise RuntimeError(f"{lodo} is missing: run python benchmarks/portfolio.py build")
-    return ("--portfolio", str(lodo))
+    if not lodo.exists():  # a dataset the portfolio was not built from: the shipped one
+        lodo = Path("builtin")
+    trainers = ("--trainers", NO_LIGHTGBM) if system.endswith("no-lightgbm") else ()
+    return ("--portfolio", str(lodo), *trainers)
 
 
 def materialise(name: str, work: Path) -> Path:
@@ -280,6 +285,29 @@ def reach(rows: list[dict]) -> list[str]:
     return lines
 
 
+def by_dataset(rows: list[dict], budget: float, loaded: bool, seed: int) -> str:
+    """One split seed's holdout scores and wall seconds, a row per dataset (best in bold)."""
+    group = [r for r in rows if (r["budget"], r["load"], r["seed"]) == (budget, loaded, seed)]
+    systems = sorted({r["system"] for r in group}, key=lambda s: (s != "mlflow-agentic", s))
+    by = {(r["dataset"], r["system"]): r for r in group}
+    lines = [f"| dataset | metric | {' | '.join(systems)} |",
+             "|---|---|" + "---|" * len(systems)]
+    for name in [d for d in DATASETS if any(k[0] == d for k in by)]:
+        sign = 1 if DATASETS[name][3] else -1
+        best = max(sign * r["score"] for k, r in by.items() if k[0] == name)
+        cells = []
+        for s in systems:
+            r = by.get((name, s))
+            if r is None:
+                cells.append("-")
+                continue
+            text = f"{r['score']:.4f}" if abs(r["score"]) < 10 else f"{r['score']:,.1f}"
+            text = f"**{text}**" if sign * r["score"] == best else text
+            cells.append(f"{text} ({r['wall']:.0f} s)")
+        lines.append(f"| {name} | {DATASETS[name][2]} | {' | '.join(cells)} |")
+    return "\n".join(lines)
+
+
 def plot(rows: list[dict], path: Path) -> None:
     """Mean normalized score against budget, one line per system and load."""
     import matplotlib
@@ -320,6 +348,8 @@ def main() -> None:
     parser.add_argument("--load", action="store_true", help="keep one core busy meanwhile")
     parser.add_argument("--results", type=Path, default=RESULTS)
     parser.add_argument("--autogluon-python", default=None)
+    parser.add_argument("--by-dataset", metavar="BUDGET,SEED", default=None,
+                        help="report: also one seed's scores at one budget, a row per dataset")
     parser.add_argument("--plot", type=Path, default=None,
                         help="report: also draw normalized score against budget (PNG)")
     for name in ("peer", "train", "holdout", "target", "metric", "peer-out"):
@@ -338,6 +368,10 @@ def main() -> None:
     if args.command == "report":
         rows = [r for r in load(args.results) if r["system"] in args.systems.split(",")]
         print(report(rows))
+        if args.by_dataset:
+            budget, seed = args.by_dataset.split(",")
+            print(f"\n## seed {seed}, {budget} s, {'one core busy' if args.load else 'idle'}\n")
+            print(by_dataset(rows, float(budget), args.load, int(seed)))
         if args.plot:
             plot(rows, args.plot)
         return

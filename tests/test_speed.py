@@ -26,6 +26,7 @@ from mlflow_agentic.engine.folds import FoldData, model_output
 from mlflow_agentic.engine.parallel import (
     WorkerPool,
     available_cores,
+    prestart,
     resolve_n_jobs,
     single_threaded,
 )
@@ -329,3 +330,21 @@ def test_time_budget_ends_the_whole_command_in_time(tmp_path, churn_frame):
         mlflow.set_tracking_uri(None)
     assert parent.data.params["max_iterations"] == "off"  # a budget turns them off
     assert parent.data.tags["stop_reason"].startswith("time budget spent")
+
+
+def _worker_pid() -> int:
+    import time
+
+    time.sleep(0.3)  # four at once: both workers take some
+    return os.getpid()
+
+
+def test_prestarted_workers_are_the_ones_the_search_then_uses():
+    """The command starts its workers before it imports MLflow and reads the data; the search's
+    pool must reuse them, not start a second set."""
+    prestart(2)
+    warmed = WorkerPool(2)
+    first = {f.result() for f in [warmed.submit(_worker_pid) for _ in range(4)]}
+    assert len(first) == 2 and os.getpid() not in first
+    later = WorkerPool(2)
+    assert {f.result() for f in [later.submit(_worker_pid) for _ in range(4)]} == first

@@ -97,6 +97,10 @@ def run_command(**options) -> None:
         raise click.UsageError("--scheduler goes with --backend dask, --ray-address with "
                                "--backend ray")
     settings["backend_address"] = scheduler or ray_address
+    if o["proposer"] != "code" and not o["resume"]:  # code mode fits in its sandbox
+        from mlflow_agentic.engine.parallel import prestart
+
+        prestart(settings["n_jobs"], settings["backend"])
     front = dict(
         data=o["data"], target=o["target"],
         split=split_from(o["time_column"], o["group_column"], o["holdout_fraction"],
