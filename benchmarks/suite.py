@@ -216,13 +216,14 @@ def report(rows: list[dict]) -> str:
                 ranks[s].append(1 + sum(1 for s2 in systems if utility[s2] > utility[s]))
         lines.append(f"\n## budget {budget:g} s, {'one core busy' if loaded else 'idle'} "
                      f"({len(complete)} dataset x seed tasks)\n")
-        lines.append("| system | mean rank | mean normalized score | largest overrun |")
-        lines.append("|---|---|---|---|")
+        lines.append("| system | mean rank | mean normalized score | median normalized score "
+                     "| largest overrun |")
+        lines.append("|---|---|---|---|---|")
         for s in sorted(systems, key=lambda s: np.mean(ranks[s]) if ranks[s] else 99):
             overrun = max((by[(*t, s)]["wall"] / budget - 1 for t in complete), default=0.0)
             scores = [norm[(*t, loaded, budget, s)] for t in complete
                       if (*t, loaded, budget, s) in norm]
-            mean = f"{np.mean(scores):.3f}" if scores else "-"
+            mean = f"{np.mean(scores):.3f} | {np.median(scores):.3f}" if scores else "- | -"
             lines.append(f"| {s} | {np.mean(ranks[s]):.2f} | {mean} | {overrun:+.0%} |")
         lines += paired(by, complete, systems)
     return "\n".join(lines + reach(rows))

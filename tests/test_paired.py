@@ -50,3 +50,17 @@ def test_a_clearly_better_model_is_beyond_the_noise_and_an_equal_one_is_not():
     assert paired_bootstrap("roc_auc", y, as_outputs(good), as_outputs(poor)).beyond()
     same = paired_bootstrap("roc_auc", y, as_outputs(good), as_outputs(good))
     assert not same.beyond() and same.improvement == 0.0
+
+
+def test_the_ensembles_one_vs_rest_auc_is_scikit_learns():
+    from mlflow_agentic.core.metrics import METRICS
+    from mlflow_agentic.engine.ensemble import utility_of
+
+    rng = np.random.default_rng(4)
+    classes = ("a", "b", "c", "d")
+    y = np.array(classes, dtype=object)[rng.integers(0, 4, 300)]
+    raw = rng.integers(1, 4, (300, 4)).astype(float)  # few distinct values: ties
+    proba = raw / raw.sum(axis=1, keepdims=True)
+    fast = utility_of(METRICS["roc_auc_ovr"], y, classes)(proba)
+    assert fast == pytest.approx(roc_auc_score(y, proba, multi_class="ovr", labels=list(classes)),
+                                 abs=1e-12)

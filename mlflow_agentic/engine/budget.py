@@ -17,6 +17,10 @@ from mlflow_agentic.engine.refit import ENSEMBLE
 
 ENSEMBLE_MEMBERS = 4
 """Members a greedy ensemble usually keeps (its refit refits each): what the deadline plans for."""
+REFIT_TOLERANCE = 0.04
+"""How far past its share a refit may end before a cheaper attempt is selected instead (an
+expensive attempt that ran late leaves little: a second's overrun beats selecting a model
+twice as bad)."""
 AFTER_LOOP_RESERVE_SECONDS = 1.0
 """Kept back from a time budget for the steps after the loop (the ensemble selection; at most
 10% of the budget), on top of the refit's own estimate."""
@@ -39,12 +43,15 @@ class LoopBudget:
         self.best_utility: float | None = None
         self.refit_costs: list[tuple[float, float]] = []
         """(utility, estimated refit seconds) of every verified attempt so far."""
+        self.refit_cost_of: dict[int, float] = {}
+        """Estimated refit seconds by attempt index."""
         self.workers = 1
         """How many refits run at once (the loop sets its worker count)."""
 
     def start(self) -> None:
         self.started = time.perf_counter()
         self.refit_estimate, self.best_utility, self.refit_costs = 0.0, None, []
+        self.refit_cost_of = {}
 
     def elapsed(self) -> float:
         return time.perf_counter() - self.started
@@ -58,6 +65,7 @@ class LoopBudget:
         n = max(n_folds, 1)
         cost = (fit_seconds / n + preprocess_seconds / n) * 1.3
         self.refit_costs.append((record.utility, cost))
+        self.refit_cost_of[record.index] = cost
         if self.best_utility is None or record.utility > self.best_utility:
             self.best_utility = record.utility
         best = max(self.refit_costs)[1]
@@ -66,6 +74,17 @@ class LoopBudget:
             return
         likely = [c for _, c in sorted(self.refit_costs, reverse=True)[:ENSEMBLE_MEMBERS]]
         self.refit_estimate = max(best, max(likely), sum(likely) / max(self.workers, 1))
+
+    def refit_fits(self, records) -> bool:
+        """Whether refitting ``records`` side by side on the workers ends within the loop's
+        share of the time budget (always, without one): an expensive attempt that finished
+        late must not push the whole command past its budget."""
+        if self.seconds is None:
+            return True
+        left = (self.started + self.seconds - time.perf_counter()
+                + REFIT_TOLERANCE * self.seconds)
+        costs = [self.refit_cost_of.get(r.index, 0.0) for r in records]
+        return max(costs, default=0.0) <= left and sum(costs) / max(self.workers, 1) <= left
 
     def deadline(self) -> float | None:
         """When the loop must stop (a ``time.perf_counter()`` value), or None."""

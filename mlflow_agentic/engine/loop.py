@@ -37,7 +37,7 @@ from mlflow_agentic.engine.outcome import Outcome
 from mlflow_agentic.engine.parallel import WorkerPool, resolve_n_jobs, workers_that_fit
 from mlflow_agentic.engine.refit import refit
 from mlflow_agentic.engine.restore import Restored
-from mlflow_agentic.engine.selection import select, ties
+from mlflow_agentic.engine.selection import affordable, select, ties
 from mlflow_agentic.trainers.registry import resolve_trainers
 from mlflow_agentic.verify.verifier import DeterministicVerifier
 
@@ -201,6 +201,8 @@ class AgenticAutoML:
         if self.proposer.submits:  # code mode: the submitter chooses; checked here
             best, note = submitted(self.proposer, history, top)
             selection = "submitter"
+        elif s.refit and best is not None:
+            best, note = affordable(best, history, self.budget.refit_fits)
         model, refit_seconds = None, 0.0
         if s.refit:
             model, refit_seconds, best = refit(

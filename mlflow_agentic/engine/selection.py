@@ -11,7 +11,7 @@ and serve.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from mlflow_agentic.core.settings import SELECTION_RULES
 from mlflow_agentic.core.types import AttemptRecord
@@ -57,3 +57,28 @@ def select(history: Sequence[AttemptRecord], top: AttemptRecord | None, rule: st
     by_index = {a.index: a for a in history}
     return min([top, *ties(history, top)],
                key=lambda a: (fit_cost(a, by_index), -a.utility, a.index))
+
+
+def affordable(best: AttemptRecord, history: Sequence[AttemptRecord],
+               fits: Callable[[list[AttemptRecord]], bool]) -> tuple[AttemptRecord, str]:
+    """``best``, or, when its refit would not fit the time left (``fits`` of the attempts it
+    refits: an ensemble's members), the best verified attempt whose refit does, and why."""
+    if fits(refit_members(best, history)):
+        return best, ""
+    for record in sorted((a for a in history if a.selectable),
+                         key=lambda a: (-a.utility, a.index)):
+        if fits(refit_members(record, history)):
+            return record, (f"attempt {best.index}'s refit would not fit the time budget left; "
+                            f"selected attempt {record.index}, the best whose refit does")
+    return best, ""
+
+
+def refit_members(record: AttemptRecord, history: Sequence[AttemptRecord]
+                  ) -> list[AttemptRecord]:
+    """The attempts a refit of ``record`` fits: an ensemble's members, else itself."""
+    from mlflow_agentic.engine.refit import ENSEMBLE
+
+    if record.candidate.trainer != ENSEMBLE:
+        return [record]
+    by_index = {a.index: a for a in history}
+    return [by_index[i] for i in record.params.get("members", ()) if i in by_index]

@@ -27,9 +27,13 @@ class EnsembleStep:
 
     def __call__(self, loop: AgenticAutoML, ctx: SearchContext,
                  history: list[AttemptRecord]) -> AttemptRecord | None:
-        pool = sorted((a for a in history if a.selectable and a.index in loop.oof
-                       and a.candidate.code is None),  # code attempts refit in the sandbox
-                      key=lambda a: (-a.utility, a.index))[:MAX_MEMBERS]
+        ranked = sorted((a for a in history if a.selectable and a.index in loop.oof
+                         and a.candidate.code is None),  # code attempts refit in the sandbox
+                        key=lambda a: (-a.utility, a.index))
+        pool: list[AttemptRecord] = []
+        for a in ranked:  # members whose refit, side by side, still fits the time budget
+            if len(pool) < MAX_MEMBERS and loop.budget.refit_fits([*pool, a]):
+                pool.append(a)
         started = time.perf_counter()
         y = ctx.dataset.y.to_numpy()
         choice = select_ensemble([(a.index, loop.oof[a.index]) for a in pool], y,
