@@ -79,6 +79,9 @@ before the portfolio); or the first without LightGBM (what ``pip install mlflow-
 the ``[lightgbm]`` extra searches)."""
 NO_LIGHTGBM = "linear,random_forest,extra_trees,hist_gradient_boosting,xgboost"
 PORTFOLIOS = ROOT / "benchmarks" / "results" / "portfolio"
+CODE = subprocess.run(["git", "-C", str(ROOT), "describe", "--always", "--dirty"],
+                      capture_output=True, text=True).stdout.strip()
+"""The commit measured (``-dirty``: with uncommitted changes), recorded on every row."""
 
 
 def agentic_options(system: str, dataset: str) -> tuple[str, ...]:
@@ -406,7 +409,7 @@ def measure(args) -> None:
                             burner.kill()
                     row = {"dataset": name, "seed": seed, "budget": budget,
                            "load": args.load, "system": system, "metric": metric, **result,
-                           "measured": time.strftime("%Y-%m-%d")}
+                           "measured": time.strftime("%Y-%m-%d"), "code": CODE}
                     fresh.append(row)
                     print(f"{name:<10}{seed:>5}{budget:>7.0f}{'yes' if args.load else 'no':>6}"
                           f"  {system:<15}{row['score']:>11.4f}{row['wall']:>8.1f}"

@@ -46,7 +46,15 @@ def test_a_full_disk_says_what_the_store_holds_and_ends_resumable(tmp_path):
         done = subprocess.run([*command, *resume.group(1).split()], cwd=disk,
                               capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr
-        assert f"{kept.group(2)} finished attempt(s) read back" in done.stderr
+        # what the store held, and the attempts whose records waited in the journal (sent first)
+        waiting = re.search(r"the records of attempt\(s\) ([\d, -]+) wait in the journal",
+                            full.stderr)
+        journaled = sum(int(b) - int(a) + 1 for a, _, b in (
+            (span.partition("-")[0], "-", span.rpartition("-")[2])
+            for span in waiting.group(1).split(", "))) if waiting else 0
+        read_back = int(kept.group(2)) + journaled
+        assert f"{read_back} finished attempt(s) read back" in done.stderr, (full.stderr,
+                                                                            done.stderr)
         assert client.get_run(parent.info.run_id).info.status == "FINISHED"
         attempts = client.search_runs([parent.info.experiment_id],
                                       f"tags.`mlflow.parentRunId` = '{parent.info.run_id}'")

@@ -20,7 +20,7 @@ from tests.conftest import ROOT
 from tests.test_hardening import wait_for_finished_attempts
 
 SETTINGS = dict(trainers=["linear", "random_forest"], cv=3, seed=3, max_iterations=5,
-                patience=3, n_jobs=1)
+                patience=3, n_jobs=1, portfolio="defaults")  # two starts, then batches of 4
 
 
 class KillAfter(SearchObserver):
@@ -193,8 +193,8 @@ def test_resume_refuses_other_settings_a_finished_search_and_an_unknown_run(
 def cli(uri: str, csv: str, *extra: str) -> subprocess.Popen:
     command = [sys.executable, "-m", "mlflow_agentic", "run", "--data", csv, "--trainers",
                ",".join(SETTINGS["trainers"]), "--cv", "3", "--seed", "3", "--max-iterations",
-               "5", "--patience", "3", "--n-jobs", "2", "--no-register", "--no-diagnostics",
-               "--quiet", *extra]
+               "5", "--patience", "3", "--n-jobs", "2", "--portfolio", SETTINGS["portfolio"],
+               "--no-register", "--no-diagnostics", "--quiet", *extra]
     env = {**os.environ, "MLFLOW_TRACKING_URI": uri, "PYTHONPATH": str(ROOT)}
     return subprocess.Popen(command, cwd=os.path.dirname(csv), env=env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,

@@ -47,7 +47,7 @@ def test_parent_and_one_child_per_attempt(tracked_search):
     # the MLflow UI opens it in its Model training view, not the GenAI one
     assert experiment.tags["mlflow.experimentKind"] == "custom_model_development"
     kids = children(t.client, parent.info.run_id)
-    assert len(kids) == len(t.run.attempts) == 6
+    assert len(kids) == len(t.run.attempts) == 7  # 4 starts (the portfolio's 3, a forest), 3 more
     for kid, attempt in zip(kids, t.run.attempts, strict=True):
         assert kid.info.run_name == f"{attempt.index:02d}-{attempt.candidate.trainer}"
         assert kid.data.params["trainer"] == attempt.candidate.trainer
