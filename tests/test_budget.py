@@ -11,7 +11,9 @@ from mlflow_agentic.engine.budget import ENSEMBLE_MEMBERS, LoopBudget
 
 
 def attempt(score: float) -> AttemptRecord:
-    return AttemptRecord(SolutionCandidate("linear", {}), score, Verdict(True, "ok", score))
+    attempt.count = getattr(attempt, "count", 0) + 1  # each attempt its own index, as a search
+    return AttemptRecord(SolutionCandidate("linear", {}), score, Verdict(True, "ok", score),
+                         index=attempt.count)
 
 
 def budget(after_loop: bool, workers: int = 2) -> LoopBudget:

@@ -40,18 +40,14 @@ class LoopBudget:
         self.after_loop = after_loop
         self.started = time.perf_counter()
         self.refit_estimate = 0.0
-        self.best_utility: float | None = None
-        self.refit_costs: list[tuple[float, float]] = []
-        """(utility, estimated refit seconds) of every verified attempt so far."""
-        self.refit_cost_of: dict[int, float] = {}
-        """Estimated refit seconds by attempt index."""
+        self.refit_costs: dict[int, tuple[float, float]] = {}
+        """Attempt index -> (utility, estimated refit seconds) of every verified attempt."""
         self.workers = 1
         """How many refits run at once (the loop sets its worker count)."""
 
     def start(self) -> None:
         self.started = time.perf_counter()
-        self.refit_estimate, self.best_utility, self.refit_costs = 0.0, None, []
-        self.refit_cost_of = {}
+        self.refit_estimate, self.refit_costs = 0.0, {}
 
     def elapsed(self) -> float:
         return time.perf_counter() - self.started
@@ -64,15 +60,13 @@ class LoopBudget:
         (the best ``ENSEMBLE_MEMBERS`` attempts, refit side by side on the workers)."""
         n = max(n_folds, 1)
         cost = (fit_seconds / n + preprocess_seconds / n) * 1.3
-        self.refit_costs.append((record.utility, cost))
-        self.refit_cost_of[record.index] = cost
-        if self.best_utility is None or record.utility > self.best_utility:
-            self.best_utility = record.utility
-        best = max(self.refit_costs)[1]
+        self.refit_costs[record.index] = (record.utility, cost)
+        ranked = sorted(self.refit_costs.values(), reverse=True)
+        best = ranked[0][1]
         if not self.after_loop:
             self.refit_estimate = best
             return
-        likely = [c for _, c in sorted(self.refit_costs, reverse=True)[:ENSEMBLE_MEMBERS]]
+        likely = [c for _, c in ranked[:ENSEMBLE_MEMBERS]]
         self.refit_estimate = max(best, max(likely), sum(likely) / max(self.workers, 1))
 
     def refit_fits(self, records) -> bool:
@@ -83,7 +77,7 @@ class LoopBudget:
             return True
         left = (self.started + self.seconds - time.perf_counter()
                 + REFIT_TOLERANCE * self.seconds)
-        costs = [self.refit_cost_of.get(r.index, 0.0) for r in records]
+        costs = [self.refit_costs.get(r.index, (0.0, 0.0))[1] for r in records]
         return max(costs, default=0.0) <= left and sum(costs) / max(self.workers, 1) <= left
 
     def deadline(self) -> float | None:

@@ -47,16 +47,9 @@ def utility_of(metric: Metric, y, classes: tuple):
     """``output -> utility`` on fixed labels ``y``; binary ROC AUC by ranks (the same number as
     scikit-learn's, without its per-call checks: the greedy loop calls it hundreds of times)."""
     if metric.name == "roc_auc" and len(classes) == 2:
-        from scipy.stats import rankdata
-
         positive = np.asarray(y) == classes[1]
-        n_pos, n_neg = int(positive.sum()), int((~positive).sum())
-        if n_pos and n_neg:
-            def auc(output):
-                ranks = rankdata(output[:, 1])
-                return (ranks[positive].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg)
-
-            return auc
+        if positive.any() and not positive.all():
+            return lambda output: _rank_auc(output[:, 1], positive)
     if metric.name == "roc_auc_ovr" and len(classes) > 2:
         return _ovr_auc(np.asarray(y), classes) or (
             lambda output: metric.utility(score_output(metric, y, output, classes)))
@@ -67,19 +60,20 @@ def _ovr_auc(y: np.ndarray, classes: tuple):
     """One-vs-rest ROC AUC, the macro mean over classes, by ranks (scikit-learn's
     ``roc_auc_score(multi_class="ovr")``; its checks cost seconds in the greedy loop on a
     4-class task). None when some class is absent from ``y`` (scikit-learn's rules then)."""
+    masks = [y == c for c in classes]
+    if any(not m.any() or m.all() for m in masks):
+        return None
+    return lambda output: float(np.mean([_rank_auc(output[:, j], m)
+                                         for j, m in enumerate(masks)]))
+
+
+def _rank_auc(scores: np.ndarray, positive: np.ndarray) -> float:
+    """Binary ROC AUC by ranks (Mann-Whitney; ties count a half), as scikit-learn's."""
     from scipy.stats import rankdata
 
-    masks = [y == c for c in classes]
-    counts = [(int(m.sum()), int((~m).sum())) for m in masks]
-    if any(p == 0 or n == 0 for p, n in counts):
-        return None
-
-    def auc(output):
-        return float(np.mean([
-            (rankdata(output[:, j])[m].sum() - p * (p + 1) / 2) / (p * n)
-            for j, (m, (p, n)) in enumerate(zip(masks, counts, strict=True))]))
-
-    return auc
+    n_pos = int(positive.sum())
+    n_neg = len(positive) - n_pos
+    return (rankdata(scores)[positive].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg)
 
 
 def greedy_weights(outputs: Sequence[np.ndarray], y, rows, metric: Metric, classes: tuple,
