@@ -88,3 +88,16 @@ def test_the_run_records_which_portfolio_started_it(churn_small, tracking_uri):
     assert run.data.params["portfolio"] == "defaults"
     assert [a.candidate.params for a in result.run.attempts[:2]] == [
         get_trainer("linear").defaults(churn_small), get_trainer("xgboost").defaults(churn_small)]
+
+
+def test_a_bad_portfolio_file_is_refused_before_anything_is_logged(churn_small, tracking_uri,
+                                                                    tmp_path):
+    import mlflow
+
+    from mlflow_agentic import search
+
+    with pytest.raises(UserInputError, match="not a file"):
+        search(churn_small, max_attempts=3, portfolio=str(tmp_path / "nosuch.json"))
+    client = mlflow.MlflowClient(tracking_uri)
+    assert [r for e in client.search_experiments() for r in client.search_runs(
+        [e.experiment_id])] == []

@@ -132,8 +132,8 @@ def _read(data, target, encoding, merge_label_variants, settings: SearchSettings
 def _proposer_factory(proposer, candidates, llm, code, settings: SearchSettings, dataset,
                       optuna_storage) -> Callable:
     """``make(llm)``: the proposer, built only after the holdout is sealed. What can be
-    checked now is (an endpoint that does not answer, a bad candidates file: before sealing;
-    a fixed list knows nothing of the rows)."""
+    checked now is (an endpoint that does not answer, a bad candidates or portfolio file:
+    before sealing; a fixed list knows nothing of the rows)."""
     if callable(proposer):
         return lambda _llm: proposer()
     if candidates and proposer != "sequence":
@@ -143,6 +143,10 @@ def _proposer_factory(proposer, candidates, llm, code, settings: SearchSettings,
                            "--proposer, or replay an earlier search with --replay RUN_ID",
                            proposer)
     listed = load_candidates(candidates, list(settings.trainers), dataset) if candidates else None
+    if proposer == "optuna":  # a bad portfolio file: refused before anything is logged
+        from mlflow_agentic.trainers.portfolio import starts
+
+        starts(settings.portfolio, dataset, list(settings.trainers))
 
     def make(llm):
         if listed is not None:
