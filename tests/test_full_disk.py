@@ -47,8 +47,9 @@ def test_a_full_disk_says_what_the_store_holds_and_ends_resumable(tmp_path):
                               capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr
         # what the store held, and the attempts whose records waited in the journal (sent first)
-        waiting = re.search(r"the records of attempt\(s\) ([\d, -]+) wait in the journal",
-                            full.stderr)
+        waiting = re.search(
+            r"the records of finished attempt\(s\) ([\d, -]+) wait in the journal",
+            full.stderr)
         journaled = sum(int(b) - int(a) + 1 for a, _, b in (
             (span.partition("-")[0], "-", span.rpartition("-")[2])
             for span in waiting.group(1).split(", "))) if waiting else 0

@@ -187,9 +187,11 @@ class AttemptRuns:
         done = self.ended
         attempts = (f"{len(done)} finished attempt{'s' if len(done) != 1 else ''} "
                     f"({_ranges(done)})" if done else "no finished attempt")
-        waiting = self.journal.pending_attempts() if self.journal is not None else []
-        journaled = (f"; the records of attempt(s) {_ranges(waiting)} wait in the journal "
-                     f"{self.journal.path}" if waiting else "")
+        waiting, cut = self.journal.pending_attempts() if self.journal is not None else ([], [])
+        journaled = (f"; the records of finished attempt(s) {_ranges(waiting)} wait in the "
+                     f"journal {self.journal.path}" if waiting else "")
+        if cut:  # started, its end never written: a resume marks it KILLED and runs it again
+            journaled += f"; attempt(s) {_ranges(cut)} were cut"
         return f"search run {self.search.run_id} with {attempts}{journaled}"
 
 

@@ -96,8 +96,13 @@ class Journal:
     def pending(self) -> list[dict]:
         return [r for r in self.records if r["seq"] not in self.done]
 
-    def pending_attempts(self) -> list[int]:
-        return self.attempts_of(self.pending())
+    def pending_attempts(self) -> tuple[list[int], list[int]]:
+        """The attempts with records still to send: those that finished (their ``end`` record
+        waits) and those cut before their end was written."""
+        pending = self.pending()
+        ended = set(self.attempts_of([r for r in pending if r["op"] == "end"]))
+        started = set(self.attempts_of(pending)) - ended
+        return sorted(ended), sorted(started)
 
     @staticmethod
     def attempts_of(records: list[dict]) -> list[int]:
