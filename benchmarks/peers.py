@@ -169,6 +169,19 @@ def typed_frames(train: str, holdout: str, target: str):
     return X, y, Xh, yh
 
 
+HGB_MAX_LEVELS = 255
+
+
+def hgb_frames(train: str, holdout: str, target: str):
+    """``typed_frames`` for HistGradientBoosting: a category of more than 255 levels (a date,
+    a sponsor code) as its integer code, which HGB's native categories cannot take."""
+    X, y, Xh, yh = typed_frames(train, holdout, target)
+    for col in X.select_dtypes("category").columns:
+        if len(X[col].cat.categories) > HGB_MAX_LEVELS:
+            X[col], Xh[col] = X[col].cat.codes, Xh[col].cat.codes
+    return X, y, Xh, yh
+
+
 def peer_optuna_hgb(args) -> dict:
     import optuna
     from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
@@ -176,7 +189,7 @@ def peer_optuna_hgb(args) -> dict:
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     start = time.perf_counter()
-    X, y, Xh, yh = typed_frames(args.train, args.holdout, args.target)
+    X, y, Xh, yh = hgb_frames(args.train, args.holdout, args.target)
     regression = args.metric == "rmse"
     model_cls = HistGradientBoostingRegressor if regression else HistGradientBoostingClassifier
     scoring = "neg_root_mean_squared_error" if regression else args.metric

@@ -39,3 +39,18 @@ def test_with_an_ensemble_the_likely_members_refit_side_by_side():
     likely = sorted(costs)[-ENSEMBLE_MEMBERS:]  # the best scores are the slowest here
     assert b.refit_estimate == pytest.approx(1.3 * sum(likely) / 2)
     assert b.deadline() < b.started + 60 - b.refit_estimate + 1e-9
+
+
+def test_a_cheaper_attempt_selected_for_the_budget_says_so_not_the_tie_rule():
+    from mlflow_agentic.core.types import EngineeringRun
+    from mlflow_agentic.engine.selection import affordable
+
+    slow, quick = attempt(0.95), attempt(0.80)
+    history = [slow, quick]
+    chosen, note = affordable(slow, history, lambda records: records[0] is quick)
+    assert chosen is quick and f"attempt {slow.index}'s refit would not fit" in note
+    run = EngineeringRun(history, quick.candidate, quick.score, None, "roc_auc", 0.5, 2,
+                         best_attempt=quick, top_attempt=slow, ties=(), selection_note=note)
+    summary = run.summary()
+    assert "one-standard-error" not in summary
+    assert note in summary and f"{slow.index:02d}-linear 0.9500" in summary

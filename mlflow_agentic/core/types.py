@@ -167,7 +167,8 @@ class EngineeringRun:
     selection: str = "best"
     """The rule that chose ``best_attempt`` (``engine.selection``)."""
     selection_note: str = ""
-    """Code mode: what the submitter chose and whether the engine took it."""
+    """Why ``best_attempt`` is not the top one when no tie rule chose it: code mode's submitter,
+    or a refit that would not fit the time left (``engine.selection.affordable``)."""
     top_attempt: AttemptRecord | None = None
     """The verified attempt with the top CV score (``best_attempt`` under ``best``)."""
     ties: tuple[AttemptRecord, ...] = ()
@@ -249,6 +250,9 @@ class EngineeringRun:
         top, chosen = self.top_attempt, self.best_attempt
         if top is None or chosen is None:
             return ""
+        if chosen is not top and self.selection_note:  # not by the score: say why
+            return (f"; {self.selection_note} (the top CV score: {top.index:02d}-"
+                    f"{top.candidate.title} {top.score:.4f})")
         others = [a for a in (top, *self.ties) if a is not chosen]
         if not others:
             return ""

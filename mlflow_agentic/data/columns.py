@@ -83,14 +83,27 @@ def _counts(series: pd.Series) -> tuple[float, int, pd.Series]:
     return missing_rate, int(non_null.nunique()), non_null
 
 
-def recount(info: ColumnInfo, series: pd.Series) -> ColumnInfo:
+def recount(info: ColumnInfo, series: pd.Series,
+            counted: tuple[float, int] | None = None) -> ColumnInfo:
     """``info`` with its counts (missing rate, distinct values) taken from ``series`` only: the
     kind stays as typed on the whole file, the numbers describe these rows (a sealed split's
-    training rows: no count of a holdout row reaches a proposer)."""
-    missing_rate, n_unique, _ = _counts(series)
+    training rows: no count of a holdout row reaches a proposer). ``counted``: those two counts
+    when the caller took them already (``recount_frame``)."""
+    missing_rate, n_unique = counted if counted is not None else _counts(series)[:2]
     reason = (f"{n_unique} distinct value(s)" if info.kind == "constant" else info.reason)
     return ColumnInfo(info.name, info.kind, info.dtype, missing_rate, n_unique,
                       info.numeric_text, reason)
+
+
+def recount_frame(columns: dict[str, ColumnInfo], frame: pd.DataFrame) -> dict[str, ColumnInfo]:
+    """``recount`` of every column of ``frame``; the columns that are not text counted all at
+    once (a column at a time took 0.7 s on 1,500 columns)."""
+    typed = [c for c in columns if not _is_text(frame[c])]
+    missing = frame[typed].isna().mean() if len(frame) else pd.Series(0.0, index=typed)
+    distinct = frame[typed].nunique(dropna=True)
+    return {c: recount(info, frame[c], (float(missing[c]), int(distinct[c])) if c in distinct
+                       else None)
+            for c, info in columns.items()}
 
 
 def infer_column(name: str, series: pd.Series) -> ColumnInfo:

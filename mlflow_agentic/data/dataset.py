@@ -22,7 +22,7 @@ from mlflow_agentic.data.columns import (
     blank_to_nan,
     infer_column,
     parse_numeric_text,
-    recount,
+    recount_frame,
 )
 
 TASKS = ("binary", "multiclass", "regression")
@@ -157,7 +157,7 @@ class Dataset:
         rows = np.asarray(rows)
         frame = self.frame.iloc[rows].reset_index(drop=True)
         groups = self.cv_groups[rows] if self.cv_groups is not None else None
-        columns = {c: recount(info, frame[c]) for c, info in self.columns.items()}
+        columns = recount_frame(self.columns, frame)
         infinite = {c: mask[rows] for c, mask in self.infinite_cells.items()}
         notes = [n for n in self.notes if not n.endswith(INFINITE_NOTE)]
         notes += [_infinite_note(c, mask) for c, mask in infinite.items() if mask.any()]

@@ -19,6 +19,11 @@ def numeric_view(dataset, column: str) -> np.ndarray:
     from mlflow_agentic.trainers.transforms import to_datetime_features, to_numeric_frame
 
     kind = dataset.columns[column].kind
+    values = dataset.frame[column]
+    if (kind != "datetime" and pd.api.types.is_numeric_dtype(values)
+            and not pd.api.types.is_bool_dtype(values)):  # typed when read: no parsing (wide data)
+        x = values.to_numpy(dtype=float, na_value=np.nan)
+        return np.where(np.isinf(x), np.nan, x)
     series = dataset.frame[[column]]
     if kind == "datetime":
         return to_datetime_features(series).iloc[:, 0].to_numpy(dtype=float)

@@ -130,7 +130,8 @@ def _checked(dataset: Dataset, time_column, group_column, holdout_fraction,
         raise UserInputError(f"{dataset.target!r} is the target, not a post-outcome column: "
                              "the holdout's target is always sealed. Post-outcome columns are "
                              "features known only after the outcome")
-    unknown = [c for c in post_outcome_columns if c not in dataset.X.columns]
+    inputs = [c for c in dataset.frame.columns if c != dataset.target]
+    unknown = [c for c in post_outcome_columns if c not in inputs]
     if unknown:
         raise UserInputError(f"unknown post-outcome column(s) {', '.join(map(repr, unknown))}. "
                              f"Columns: {', '.join(dataset.X.columns)}")

@@ -98,7 +98,8 @@ class AgenticAutoML:
         pool = WorkerPool(self.n_jobs, s.backend, s.backend_address)
         if self.sandbox is None:  # code mode fits in the sandbox, not in these workers
             pool.warm_up()  # they import the scientific stack while the baseline and tracking run
-        self.runner = BatchRunner(FoldData(dataset, splits, self.extra_X), pool, context.metric,
+        self.runner = BatchRunner(FoldData.for_pool(dataset, splits, self.extra_X, pool),
+                                  pool, context.metric,
                                   self._make_pruner(), s.seed, self.sandbox)
         try:  # a failure from here on ends the observers' records too (FAILED, with why)
             self.observers.notify("on_search_start", context)

@@ -141,7 +141,8 @@ def _log_predictions(model, hd, train) -> None:
 
 
 def _features(hd, train) -> list[str]:
-    return [c for c in train.feature_columns if c in hd.X.columns]
+    inputs = set(hd.X.columns)  # once: ``X`` is a copy of the frame (29 s at 1,500 columns)
+    return [c for c in train.feature_columns if c in inputs]
 
 
 def importance_rows(hd, train) -> int:

@@ -4,33 +4,48 @@ share, distinct values, numeric summary or most frequent value), never a row."""
 from __future__ import annotations
 
 import html
+import warnings
 
+import numpy as np
 import pandas as pd
 
 DECIMALS = 4
 
 
 def profile_table(dataset) -> pd.DataFrame:
+    """One row per column. The numeric summaries are taken for all numeric columns at once (a
+    column at a time took 4 s on 1,500 columns)."""
+    frame = dataset.frame
+    missing = frame.isna().mean()
+    distinct = frame.nunique(dropna=True)
+    numeric = [n for n, info in dataset.columns.items() if info.kind == "numeric"]
+    values = frame[numeric].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)
+    summary = {}
+    if numeric and len(values):
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # an all-missing column: no summary
+            stats = {"mean": np.nanmean(values, axis=0), "std": np.nanstd(values, axis=0, ddof=1),
+                     "min": np.nanmin(values, axis=0), "median": np.nanmedian(values, axis=0),
+                     "max": np.nanmax(values, axis=0)}
+        summary = {n: {k: v[j] for k, v in stats.items()} for j, n in enumerate(numeric)
+                   if not np.isnan(stats["mean"][j])}
     rows = []
     for name, info in dataset.columns.items():
-        col = dataset.frame[name]
         row = {"column": name, "kind": info.kind, "role": "target" if name == dataset.target
                else ("feature" if info.is_feature else "excluded"),
-               "missing_share": round(float(col.isna().mean()), DECIMALS),
-               "distinct": int(col.nunique(dropna=True))}
-        numeric = pd.to_numeric(col, errors="coerce")
-        if info.kind == "numeric" and numeric.notna().any():
-            row.update({k: round(float(v), DECIMALS) for k, v in
-                        numeric.describe()[["mean", "std", "min", "50%", "max"]].items()})
+               "missing_share": round(float(missing[name]), DECIMALS),
+               "distinct": int(distinct[name])}
+        if name in summary:
+            row.update({k: round(float(v), DECIMALS) for k, v in summary[name].items()})
         elif info.kind in ("categorical", "constant") or name == dataset.target:
-            counts = col.value_counts(normalize=True, dropna=True)
+            counts = frame[name].value_counts(normalize=True, dropna=True)
             if len(counts):
                 row["most_frequent"] = str(counts.index[0])
                 row["most_frequent_share"] = round(float(counts.iloc[0]), DECIMALS)
         if info.reason and not info.is_feature:
             row["why_excluded"] = info.reason
         rows.append(row)
-    return pd.DataFrame(rows).rename(columns={"50%": "median"})
+    return pd.DataFrame(rows)
 
 
 def profile_html(dataset) -> str:

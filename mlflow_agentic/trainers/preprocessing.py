@@ -8,7 +8,6 @@ The transformer is built unfitted, so each CV fold fits its own preprocessing (n
 from __future__ import annotations
 
 from sklearn.compose import ColumnTransformer
-from sklearn.impute import SimpleImputer
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import (
     FunctionTransformer,
@@ -38,7 +37,7 @@ def build_preprocessor(dataset, style: str = "ordinal") -> ColumnTransformer:
 
     num_steps = []
     if style != "native":
-        num_steps.append(("impute", SimpleImputer(strategy="median", keep_empty_features=True)))
+        num_steps.append(("impute", tf.MedianImputer()))
     if style == "scaled":
         num_steps.append(("scale", StandardScaler()))
 

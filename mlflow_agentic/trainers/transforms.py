@@ -6,9 +6,17 @@ models (see ``tracking.models``), so a served model needs no mlflow-agentic inst
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
-from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin, clone
+from sklearn.base import (
+    BaseEstimator,
+    ClassifierMixin,
+    OneToOneFeatureMixin,
+    TransformerMixin,
+    clone,
+)
 from sklearn.preprocessing import LabelEncoder
 
 MISSING_CATEGORY = "__missing__"
@@ -38,8 +46,18 @@ def to_numeric_frame(X):
         if np.isinf(values).any():
             frame = frame.where(~np.isinf(values))
         return frame  # typed when the data was read: nothing to do
+    typed = [c for c, t in frame.dtypes.items()
+             if pd.api.types.is_numeric_dtype(t) and not pd.api.types.is_bool_dtype(t)]
+    # numbers typed when read (integers): one conversion for all of them, not one per column
+    # (1,500 integer columns took 1.5 s per call, and every fold makes several)
+    values = frame[typed].to_numpy(dtype=float, na_value=np.nan)
+    values = np.where(np.isinf(values), np.nan, values)  # a new array: ``values`` may be a view
+    numbers = pd.DataFrame(values, index=frame.index, columns=typed)
+    if len(typed) == frame.shape[1]:
+        return numbers
     frame = frame.copy()
-    for col in frame.columns:
+    frame[typed] = numbers
+    for col in frame.columns.difference(typed, sort=False):
         series = frame[col]
         if not pd.api.types.is_numeric_dtype(series) or pd.api.types.is_bool_dtype(series):
             series = series.astype("object").map(
@@ -93,6 +111,31 @@ def _sometimes_missing(series: pd.Series) -> bool:
     if series.dtype == object or pd.api.types.is_string_dtype(series):
         return bool((series.astype(str).str.strip() == "").any())
     return False
+
+
+class MedianImputer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
+    """Missing numbers replaced by the column's training median (a column with no value at all:
+    0), as ``SimpleImputer(strategy="median", keep_empty_features=True)`` does, in one
+    vectorized pass: scikit-learn's took 1.6 s on 6,500 x 1,500 where this takes 0.2 s."""
+
+    def fit(self, X, y=None):
+        values = self._values(X, reset=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # an all-missing column: NaN, then 0
+            medians = np.nanmedian(values, axis=0) if len(values) else np.full(values.shape[1],
+                                                                               np.nan)
+        self.statistics_ = np.where(np.isnan(medians), 0.0, medians)
+        return self
+
+    def transform(self, X):
+        values = self._values(X, reset=False)
+        return np.where(np.isnan(values), self.statistics_, values)
+
+    def _values(self, X, reset: bool) -> np.ndarray:
+        from sklearn.utils.validation import validate_data
+
+        return validate_data(self, X, reset=reset, dtype=float, ensure_all_finite="allow-nan",
+                             ensure_min_samples=0)
 
 
 class InputColumns(TransformerMixin, BaseEstimator):
