@@ -47,7 +47,8 @@ def test_a_cheaper_attempt_selected_for_the_budget_says_so_not_the_tie_rule():
 
     slow, quick = attempt(0.95), attempt(0.80)
     history = [slow, quick]
-    chosen, note = affordable(slow, history, lambda records: records[0] is quick)
+    chosen, note, model = affordable(slow, history, lambda records: records[0] is quick)
+    assert model is None  # no fold models kept: a cheaper attempt is refit
     assert chosen is quick and f"attempt {slow.index}'s refit would not fit" in note
     run = EngineeringRun(history, quick.candidate, quick.score, None, "roc_auc", 0.5, 2,
                          best_attempt=quick, top_attempt=slow, ties=(), selection_note=note)

@@ -171,6 +171,8 @@ class EngineeringRun:
     or a refit that would not fit the time left (``engine.selection.affordable``)."""
     top_attempt: AttemptRecord | None = None
     """The verified attempt with the top CV score (``best_attempt`` under ``best``)."""
+    bagged: bool = False
+    """``model`` is the average of the selected attempt's fold models, not a refit."""
     ties: tuple[AttemptRecord, ...] = ()
     """Other verified attempts within one standard error of the top CV score."""
 
@@ -250,6 +252,8 @@ class EngineeringRun:
         top, chosen = self.top_attempt, self.best_attempt
         if top is None or chosen is None:
             return ""
+        if self.bagged:
+            return f"; {self.selection_note}"
         if chosen is not top and self.selection_note:  # not by the score: say why
             return (f"; {self.selection_note} (the top CV score: {top.index:02d}-"
                     f"{top.candidate.title} {top.score:.4f})")

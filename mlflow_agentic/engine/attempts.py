@@ -25,6 +25,7 @@ def plan_attempt(candidate, index: int, dataset, trainers: Sequence[str], sandbo
         plan = code_plan(candidate, sandbox)
     else:
         plan = trainer_plan(candidate, dataset, trainers)
+    plan.index = index
     previous = restored.get(index)
     if previous is not None:  # finished before the search was killed: not run again
         previous.check(index, plan)

@@ -67,7 +67,8 @@ class BatchRunner:
         for i, model, matrices in ready:
             for k in range(self.folds.n_splits):
                 future = self.pool.submit(fit_fold, clone(model), matrices[k], self.classes,
-                                          self.classification)
+                                          self.classification,
+                                          self.folds.model_file(batch[i].index, k))
                 states[i].futures.append(future)
                 futures.append(future)
                 tasks.append((i, k))

@@ -8,10 +8,7 @@ matrices are shared by every candidate that uses the style. Candidates then fit 
 
 from __future__ import annotations
 
-import os
-import pickle
 import shutil
-import tempfile
 import threading
 import time
 import weakref
@@ -23,14 +20,9 @@ import pandas as pd
 from sklearn.pipeline import Pipeline
 
 from mlflow_agentic.core.metrics import Metric
+from mlflow_agentic.engine import spill as disk
+from mlflow_agentic.engine.spill import SPILL_BYTES, ship, spill_folder
 from mlflow_agentic.trainers.preprocessing import build_preprocessor
-
-SPILL_BYTES = 32 * 2**20
-"""From this size a fold's matrices go to ``.npy`` files that the workers memory-map, instead of
-being pickled through a pipe for every task (on 8,190 x 1,503 columns the pipes took twice the
-preprocessing's own time: 18 s of 9, and again for every fold fit). The pages are the
-operating system's file cache, shared by all the workers and the main process."""
-SPILL_PREFIX = "mlflow-agentic-folds-"
 
 
 @dataclass(frozen=True)
@@ -81,65 +73,6 @@ def _mapped(files: tuple[str | None, ...]) -> FoldMatrices:
     return FoldMatrices(*arrays, files=files)
 
 
-class _Shipped:
-    """An object a worker reads from a file once (then from its memory), not from the pipe at
-    every task: the training rows, sent with each of the 15 preprocessing tasks, were 99 MB."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-
-    def __reduce_ex__(self, protocol):
-        return _unship, (self.path,)
-
-
-_UNSHIPPED: dict[str, object] = {}
-
-
-def _unship(path: str):
-    if path not in _UNSHIPPED:
-        _UNSHIPPED.clear()  # one search's data at a time
-        with open(path, "rb") as f:
-            _UNSHIPPED[path] = pickle.load(f)  # noqa: S301 - written by this search, just now
-    return _UNSHIPPED[path]
-
-
-def ship(obj, folder: str | None, name: str, at_bytes: int = SPILL_BYTES):
-    """``obj`` to hand to workers: as a file in ``folder`` when it is big, else itself."""
-    if folder is None or obj is None or _size(obj) < at_bytes:
-        return obj
-    path = str(Path(folder) / f"{name}.pkl")
-    if not os.path.exists(path):
-        with open(path, "wb") as f:
-            pickle.dump(obj, f, protocol=pickle.HIGHEST_PROTOCOL)
-    return _Shipped(path)
-
-
-def _size(obj) -> int:
-    frame = getattr(obj, "frame", obj)
-    return int(frame.memory_usage(deep=False).sum()) if isinstance(frame, pd.DataFrame) else 0
-
-
-def spill_folder() -> str:
-    """A new folder for one search's spilled folds (removed with its ``FoldData``); folders
-    left by a search that was killed (its process gone) are removed first."""
-    root = Path(tempfile.gettempdir())
-    for old in root.glob(f"{SPILL_PREFIX}*"):
-        pid = old.name[len(SPILL_PREFIX):].split("-")[0]
-        if pid.isdigit() and not _alive(int(pid)):
-            shutil.rmtree(old, ignore_errors=True)
-    return tempfile.mkdtemp(prefix=f"{SPILL_PREFIX}{os.getpid()}-")
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 class FoldData:
     """The search's fixed splits, with a per-style cache of preprocessed fold matrices.
 
@@ -171,6 +104,27 @@ class FoldData:
     @property
     def n_splits(self) -> int:
         return len(self.splits)
+
+    def model_file(self, index: int, fold: int) -> str | None:
+        """Where a worker keeps attempt ``index``'s fitted model of ``fold`` (None: not kept,
+        the workers are not on this machine)."""
+        return disk.model_file(self.spill_to, index, fold)
+
+    def fold_pipelines(self, index: int, style: str) -> list[Pipeline] | None:
+        """Attempt ``index``'s fold models, each behind the preprocessing fitted on its fold's
+        rows: what the average of the fold models serves. None when any is not kept."""
+        pipelines = []
+        for k in range(self.n_splits):
+            steps = disk.load(_steps_file(self.spill_to, f"{style}-{k}"))
+            model = disk.load(self.model_file(index, k))
+            if steps is None or model is None:
+                return None
+            pipelines.append(Pipeline([*steps.steps, ("model", model)]))
+        return pipelines
+
+    def keep_models_of(self, indices: set[int], upto: int) -> None:
+        """Of the attempts up to ``upto``, only these keep their fold models on disk."""
+        disk.forget_models(self.spill_to, indices, upto)
 
     def matrices(self, style: str) -> list[FoldMatrices]:
         """The folds preprocessed in ``style`` (computed here if ``prepare`` did not)."""
@@ -213,12 +167,17 @@ def preprocess_fold(dataset, style: str, train, test, extra_X=None, spill_to: st
     from mlflow_agentic.trainers.transforms import InputColumns
 
     X, y = dataset.X, dataset.y.to_numpy()
-    steps = Pipeline([("inputs", InputColumns()),
+    steps = Pipeline([("inputs", InputColumns(unused=sorted(dataset.excluded_columns))),
                       ("preprocess", build_preprocessor(dataset, style))])
     X_train = _dense(steps.fit_transform(X.iloc[train], y[train]))
+    disk.keep(steps, _steps_file(spill_to, name))  # the fold models' front, to serve them
     extra = None if extra_X is None else _dense(steps.transform(extra_X))
     return FoldMatrices(X_train, y[train], _dense(steps.transform(X.iloc[test])),
                         extra).spill(spill_to, name, spill_bytes)
+
+
+def _steps_file(folder: str | None, name: str) -> str | None:
+    return None if folder is None else f"{folder}/{name}-steps.pkl"
 
 
 def _dense(matrix) -> np.ndarray:
@@ -238,18 +197,22 @@ class FoldOutput:
     extra: np.ndarray | None
 
 
-def fit_fold(model, fold: FoldMatrices, classes: tuple, classification: bool) -> FoldOutput:
+def fit_fold(model, fold: FoldMatrices, classes: tuple, classification: bool,
+             keep: str | None = None) -> FoldOutput:
     """Fit ``model`` on the fold's training matrix; predict its test rows and the extra rows.
 
     Runs in a worker process (or in-process with one job). Classification returns class
-    probabilities aligned to ``classes``; regression returns predictions.
+    probabilities aligned to ``classes``; regression returns predictions. ``keep``: a file for
+    the fitted model (the average of the fold models may be served instead of a refit).
     """
     start = time.perf_counter()
     model.fit(fold.X_train, fold.y_train)
     test = model_output(model, fold.X_test, classes, classification)
     extra = None if fold.X_extra is None else model_output(model, fold.X_extra, classes,
                                                            classification)
-    return FoldOutput(time.perf_counter() - start, test, extra)
+    output = FoldOutput(time.perf_counter() - start, test, extra)
+    disk.keep(model, keep)  # after the timing: the fit's cost plans the refit
+    return output
 
 
 def model_output(model, X, classes: tuple, classification: bool) -> np.ndarray:

@@ -35,9 +35,9 @@ from mlflow_agentic.engine.evaluation import baseline_model, cross_validate
 from mlflow_agentic.engine.folds import FoldData
 from mlflow_agentic.engine.outcome import Outcome
 from mlflow_agentic.engine.parallel import WorkerPool, resolve_n_jobs, workers_that_fit
-from mlflow_agentic.engine.refit import refit
+from mlflow_agentic.engine.refit import bagged, refit
 from mlflow_agentic.engine.restore import Restored
-from mlflow_agentic.engine.selection import affordable, select, ties
+from mlflow_agentic.engine.selection import affordable, bag_worthy, select, ties
 from mlflow_agentic.trainers.registry import resolve_trainers
 from mlflow_agentic.verify.verifier import DeterministicVerifier
 
@@ -100,7 +100,7 @@ class AgenticAutoML:
             pool.warm_up()  # they import the scientific stack while the baseline and tracking run
         self.runner = BatchRunner(FoldData.for_pool(dataset, splits, self.extra_X, pool),
                                   pool, context.metric,
-                                  self._make_pruner(), s.seed, self.sandbox)
+                                  _pruner(self.settings), s.seed, self.sandbox)
         try:  # a failure from here on ends the observers' records too (FAILED, with why)
             self.observers.notify("on_search_start", context)
             run = self._search(context, pool)
@@ -198,14 +198,14 @@ class AgenticAutoML:
                 best = record
         top = best
         best = select(history, top, s.selection)
-        selection, note = s.selection, ""
+        selection, note, model, refit_seconds = s.selection, "", None, 0.0
         if self.proposer.submits:  # code mode: the submitter chooses; checked here
             best, note = submitted(self.proposer, history, top)
             selection = "submitter"
         elif s.refit and best is not None:
-            best, note = affordable(best, history, self.budget.refit_fits)
-        model, refit_seconds = None, 0.0
-        if s.refit:
+            best, note, model = affordable(best, history, self.budget.refit_fits, lambda r: bagged(
+                r, history, self.runner.folds, ctx.dataset))
+        if s.refit and model is None:
             model, refit_seconds, best = refit(
                 history, best, ctx.dataset, pool, s.seed,
                 code_refit=lambda record: refit_code(self.sandbox, self.runner.folds.dataset,
@@ -218,7 +218,8 @@ class AgenticAutoML:
             greater_is_better=ctx.metric.greater_is_better, best_attempt=best,
             stop=stop, dataset_name=ctx.dataset.name, task=ctx.dataset.task,
             refit_seconds=refit_seconds, selection=selection, top_attempt=top,
-            ties=tuple(ties(history, top)), selection_note=note)
+            ties=tuple(ties(history, top)), selection_note=note,
+            bagged=model is not None and not refit_seconds)
 
     def _propose(self, ctx, history, iterations: int, patience_left: int | None
                  ) -> tuple[list, StopReason | None]:
@@ -261,7 +262,7 @@ class AgenticAutoML:
                 record = reviewed(self.proposer, record, outcome)
             history.append(record)
             records.append(record)
-            self._keep_outputs(record, outcome)
+            self._keep_outputs(record, outcome, history)
             self.proposer.observe(record)
             if outcome.oof is not None and not record.restored:  # what a resume reads back
                 self.observers.emit("on_attempt_outputs", record, outcome.oof, outcome.extra)
@@ -272,9 +273,11 @@ class AgenticAutoML:
         self.runner.run(plans, self.budget.deadline(), done, on_submitted=started)
         return records
 
-    def _keep_outputs(self, record: AttemptRecord, outcome: Outcome) -> None:
+    def _keep_outputs(self, record: AttemptRecord, outcome: Outcome, history) -> None:
         """What later steps need of an attempt: its out-of-fold and extra-row predictions (the
-        ensemble blends them) and, for the best so far, what its refit will cost."""
+        ensemble blends them), the best attempts' fold models (they may be served averaged) and
+        what a refit will cost."""
+        self.runner.folds.keep_models_of(bag_worthy(history), upto=record.index)
         if outcome.oof is not None and record.verdict.valid:
             self.oof[record.index] = outcome.oof
         if outcome.extra is not None:
@@ -285,12 +288,13 @@ class AgenticAutoML:
                                         len(outcome.fold_scores) or folds.n_splits,
                                         folds.preprocess_seconds)
 
-    def _make_pruner(self):
-        if not self.settings.prune:
-            return None
-        from mlflow_agentic.engine.pruning import FoldPruner
 
-        return FoldPruner()
+def _pruner(settings: SearchSettings):
+    if not settings.prune:
+        return None
+    from mlflow_agentic.engine.pruning import FoldPruner
+
+    return FoldPruner()
 
 
 def _best(history: Sequence[AttemptRecord]) -> AttemptRecord | None:

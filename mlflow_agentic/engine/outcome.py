@@ -21,6 +21,8 @@ class Planned:
     """Its outcome, read back from a killed search being resumed: not run again."""
     code: str | None = None
     """Code mode: ``candidate.py``, cross-validated in the sandbox instead of on the pool."""
+    index: int = 0
+    """The attempt it becomes (its fold models are kept under it)."""
 
 
 @dataclass

@@ -1,5 +1,6 @@
 """Refit what will be registered, and only that: the selected attempt on all training rows (an
-ensemble: each of its members, in parallel on the worker pool)."""
+ensemble: each of its members, in parallel on the worker pool). Or, when that refit would not
+fit the time left, no refit: ``bagged`` serves the average of the models its CV folds fitted."""
 
 from __future__ import annotations
 
@@ -67,3 +68,27 @@ def _refit_ensemble(record, by_index, dataset, pool: WorkerPool, random_state: i
     models = _refit_one(members, dataset, pool, random_state)
     classes = list(dataset.classes) if dataset.task != "regression" else None
     return WeightedEnsemble(models, list(record.params["weights"]), classes)
+
+
+def bagged(record, history, folds, dataset):
+    """``record`` as the average of the models its folds fitted (an ensemble: of each
+    member's, with its weights): no refit. None when a fold model was not kept."""
+    from mlflow_agentic.trainers.transforms import WeightedEnsemble
+
+    classes = list(dataset.classes) if dataset.task != "regression" else None
+    by_index = {a.index: a for a in history}
+
+    def bag(attempt):
+        if attempt.candidate.code is not None:  # its folds ran in the sandbox
+            return None
+        style = get_trainer(attempt.candidate.trainer).preprocessing
+        pipelines = folds.fold_pipelines(attempt.index, style)
+        return None if pipelines is None else WeightedEnsemble(pipelines, [1.0] * len(pipelines),
+                                                               classes)
+
+    if record.candidate.trainer != ENSEMBLE:
+        return bag(record)
+    members = [bag(by_index[i]) for i in record.params["members"]]
+    if any(m is None for m in members):
+        return None
+    return WeightedEnsemble(members, list(record.params["weights"]), classes)

@@ -17,6 +17,8 @@ from mlflow_agentic.core.settings import SELECTION_RULES
 from mlflow_agentic.core.types import AttemptRecord
 
 __all__ = ["SELECTION_RULES", "fit_cost", "select", "ties"]
+BAG_KEEP = 8
+"""The best attempts whose fold models are kept (an ensemble keeps about 4 members)."""
 DEFAULT_COST = 2
 """A trainer's relative fit cost when the registry does not know it (1 cheap .. 3 expensive)."""
 
@@ -60,17 +62,25 @@ def select(history: Sequence[AttemptRecord], top: AttemptRecord | None, rule: st
 
 
 def affordable(best: AttemptRecord, history: Sequence[AttemptRecord],
-               fits: Callable[[list[AttemptRecord]], bool]) -> tuple[AttemptRecord, str]:
-    """``best``, or, when its refit would not fit the time left (``fits`` of the attempts it
-    refits: an ensemble's members), the best verified attempt whose refit does, and why."""
+               fits: Callable[[list[AttemptRecord]], bool],
+               bag: Callable[[AttemptRecord], object] | None = None
+               ) -> tuple[AttemptRecord, str, object]:
+    """``(record, why, model)``: ``best`` to refit; or, when its refit would not fit the time
+    left (``fits`` of the attempts it refits: an ensemble's members), ``best`` served as the
+    average of its fold models (``bag(best)``: already fitted, no refit), or when those are not
+    kept, the best verified attempt whose refit does fit."""
     if fits(refit_members(best, history)):
-        return best, ""
+        return best, "", None
+    model = bag(best) if bag is not None else None
+    if model is not None:
+        return best, (f"attempt {best.index} is served as the average of its fold models: its "
+                      "refit would not fit the time budget left"), model
     for record in sorted((a for a in history if a.selectable),
                          key=lambda a: (-a.utility, a.index)):
         if fits(refit_members(record, history)):
             return record, (f"attempt {best.index}'s refit would not fit the time budget left; "
-                            f"selected attempt {record.index}, the best whose refit does")
-    return best, ""
+                            f"selected attempt {record.index}, the best whose refit does"), None
+    return best, "", None
 
 
 def refit_members(record: AttemptRecord, history: Sequence[AttemptRecord]
@@ -82,3 +92,10 @@ def refit_members(record: AttemptRecord, history: Sequence[AttemptRecord]
         return [record]
     by_index = {a.index: a for a in history}
     return [by_index[i] for i in record.params.get("members", ()) if i in by_index]
+
+
+def bag_worthy(history: Sequence[AttemptRecord], n: int = BAG_KEEP) -> set[int]:
+    """The ``n`` best verified attempts: the ones that may be served as their fold models'
+    average (the selected one, an ensemble's members)."""
+    ranked = sorted((a for a in history if a.selectable), key=lambda a: (-a.utility, a.index))
+    return {a.index for a in ranked[:n]}
