@@ -92,6 +92,9 @@ def run_agentic(csv: Path, target: str, budget: float, work: Path, digest: str,
     line = re.search(r"holdout \((\d+) rows.*?selected (\S+) \S+ CV (\S+) vs holdout (\S+),",
                      proc.stdout)
     attempts = re.search(r"Agentic AutoML: (\d+) attempts", proc.stdout)
+    if line is None and attempts is not None and "no selected model" in proc.stdout:
+        return {"score": None, "wall": wall, "model": "none", "trials": int(attempts.group(1)),
+                "bagged": False}  # nothing verified in the budget: the caller scores that
     if line is None or attempts is None:
         raise RuntimeError(f"mlflow-agentic printed no holdout line:\n{proc.stdout[-2000:]}"
                            f"\n{proc.stderr[-2000:]}")
@@ -103,7 +106,8 @@ def run_agentic(csv: Path, target: str, budget: float, work: Path, digest: str,
     if digest not in recorded:
         raise RuntimeError(f"different holdout: harness {digest}, run says {recorded!r}")
     return {"score": float(line.group(4)), "wall": wall, "model": line.group(2),
-            "trials": int(attempts.group(1))}
+            "trials": int(attempts.group(1)),
+            "bagged": "served as the average of its fold models" in proc.stdout}
 
 
 def run_peer(system: str, train: Path, holdout: Path, target: str, metric: str,
@@ -125,6 +129,17 @@ def _frames(train: str, holdout: str, target: str):
 
     tr, ho = pd.read_pickle(train), pd.read_pickle(holdout)
     return tr.drop(columns=[target]), tr[target], ho.drop(columns=[target]), ho[target]
+
+
+def constant_score(train: str, holdout: str, target: str, metric: str) -> float:
+    """What a system that gave no model scores: a constant prediction (the training rows'
+    class shares, or their mean), as the AutoML Benchmark imputes a failed task."""
+    import numpy as np
+
+    X, y, Xh, yh = _frames(train, holdout, target)
+    if metric == "rmse":
+        return float(np.sqrt(np.mean((yh.to_numpy(float) - y.mean()) ** 2)))
+    return 0.5  # ROC AUC of a constant score, binary or one-vs-rest
 
 
 def _score(metric: str, y, model, X) -> float:

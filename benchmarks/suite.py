@@ -416,6 +416,9 @@ def measure(args) -> None:
                     finally:
                         if burner is not None:
                             burner.kill()
+                    if result["score"] is None:  # no model in the budget: scored, not dropped
+                        result["score"] = peers.constant_score(train, holdout, target, metric)
+                        result["model"] = "none (scored as a constant prediction)"
                     row = {"dataset": name, "seed": seed, "budget": budget,
                            "load": args.load, "system": system, "metric": metric, **result,
                            "measured": time.strftime("%Y-%m-%d"), "code": CODE}
