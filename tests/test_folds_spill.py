@@ -17,6 +17,7 @@ import numpy as np
 from sklearn.ensemble import HistGradientBoostingClassifier
 
 from mlflow_agentic.engine import folds as F
+from mlflow_agentic.engine import spill
 from mlflow_agentic.engine.cv import make_splits
 from mlflow_agentic.engine.parallel import WorkerPool
 
@@ -67,12 +68,21 @@ def test_a_model_may_write_to_its_mapped_input_without_touching_the_file(churn_s
 def test_folders_of_killed_searches_are_swept_and_live_ones_kept():
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True, check=True).stdout.strip()
-    stale = Path(tempfile.mkdtemp(prefix=f"{F.SPILL_PREFIX}{dead}-"))
-    live = Path(tempfile.mkdtemp(prefix=f"{F.SPILL_PREFIX}{os.getppid()}-"))
+    stale = Path(tempfile.mkdtemp(prefix=f"{spill.SPILL_PREFIX}{dead}-"))
+    live = Path(tempfile.mkdtemp(prefix=f"{spill.SPILL_PREFIX}{os.getppid()}-"))
     (stale / "x.npy").write_bytes(b"0")
-    fresh = Path(F.spill_folder())
+    fresh = Path(spill.spill_folder())
     try:
         assert not stale.exists() and live.exists() and fresh.exists()
     finally:
         for folder in (stale, live, fresh):
             subprocess.run(["rm", "-rf", str(folder)], check=False)
+
+
+def test_a_worker_reads_the_shipped_rows_and_extra_once_each(churn_small, tmp_path):
+    rows = spill.ship(churn_small, str(tmp_path), "dataset", 0)
+    extra = spill.ship(churn_small.X.iloc[:10], str(tmp_path), "extra", 0)
+    first = pickle.loads(pickle.dumps(rows))
+    pickle.loads(pickle.dumps(extra))
+    assert pickle.loads(pickle.dumps(rows)) is first  # read from the file once, then kept
+    assert first.frame.equals(churn_small.frame)

@@ -41,7 +41,9 @@ _UNSHIPPED: dict[str, object] = {}
 
 def _unship(path: str):
     if path not in _UNSHIPPED:
-        _UNSHIPPED.clear()  # one search's data at a time
+        folder = os.path.dirname(path)  # one search's objects at a time (its rows, its extra)
+        for old in [p for p in _UNSHIPPED if os.path.dirname(p) != folder]:
+            del _UNSHIPPED[old]
         with open(path, "rb") as f:
             _UNSHIPPED[path] = pickle.load(f)  # noqa: S301 - written by this search, just now
     return _UNSHIPPED[path]
