@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -142,6 +142,11 @@ class AttemptRecord:
         if self.verdict.quarantined:
             return "quarantined"
         return "verified" if self.verdict.valid else "rejected"
+
+
+def best_first(attempts: Iterable[AttemptRecord]) -> list[AttemptRecord]:
+    """The selectable attempts, best CV utility first (equal ones: the earlier first)."""
+    return sorted((a for a in attempts if a.selectable), key=lambda a: (-a.utility, a.index))
 
 
 @dataclass

@@ -15,7 +15,7 @@ import time
 import warnings
 
 from mlflow_agentic.core.errors import UserInputError
-from mlflow_agentic.tracking.shared import process_alive
+from mlflow_agentic.core.processes import process_alive
 
 HEARTBEAT_ENV = "MLFLOW_AGENTIC_HEARTBEAT_SECONDS"
 """How often a worker beats for the trials it holds (default 10 s); a trial whose worker has

@@ -115,7 +115,7 @@ class FoldData:
         rows: what the average of the fold models serves. None when any is not kept."""
         pipelines = []
         for k in range(self.n_splits):
-            steps = disk.load(_steps_file(self.spill_to, f"{style}-{k}"))
+            steps = disk.load(disk.steps_file(self.spill_to, f"{style}-{k}"))
             model = disk.load(self.model_file(index, k))
             if steps is None or model is None:
                 return None
@@ -170,14 +170,10 @@ def preprocess_fold(dataset, style: str, train, test, extra_X=None, spill_to: st
     steps = Pipeline([("inputs", InputColumns(unused=sorted(dataset.excluded_columns))),
                       ("preprocess", build_preprocessor(dataset, style))])
     X_train = _dense(steps.fit_transform(X.iloc[train], y[train]))
-    disk.keep(steps, _steps_file(spill_to, name))  # the fold models' front, to serve them
+    disk.keep(steps, disk.steps_file(spill_to, name))  # the fold models' front, to serve them
     extra = None if extra_X is None else _dense(steps.transform(extra_X))
     return FoldMatrices(X_train, y[train], _dense(steps.transform(X.iloc[test])),
                         extra).spill(spill_to, name, spill_bytes)
-
-
-def _steps_file(folder: str | None, name: str) -> str | None:
-    return None if folder is None else f"{folder}/{name}-steps.pkl"
 
 
 def _dense(matrix) -> np.ndarray:

@@ -205,7 +205,8 @@ class AgenticAutoML:
         elif s.refit and best is not None:
             best, note, model = affordable(best, history, self.budget.refit_fits, lambda r: bagged(
                 r, history, self.runner.folds, ctx.dataset))
-        if s.refit and model is None:
+        bag = model is not None  # the fold models' average, already fitted: no refit
+        if s.refit and not bag:
             model, refit_seconds, best = refit(
                 history, best, ctx.dataset, pool, s.seed,
                 code_refit=lambda record: refit_code(self.sandbox, self.runner.folds.dataset,
@@ -219,7 +220,7 @@ class AgenticAutoML:
             stop=stop, dataset_name=ctx.dataset.name, task=ctx.dataset.task,
             refit_seconds=refit_seconds, selection=selection, top_attempt=top,
             ties=tuple(ties(history, top)), selection_note=note,
-            bagged=model is not None and not refit_seconds)
+            bagged=bag)
 
     def _propose(self, ctx, history, iterations: int, patience_left: int | None
                  ) -> tuple[list, StopReason | None]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 import warnings
 
+from mlflow_agentic.core.types import best_first
 from mlflow_agentic.engine.parallel import WorkerPool, single_threaded
 from mlflow_agentic.trainers.registry import get_trainer
 
@@ -23,8 +24,7 @@ def refit(history, best, dataset, pool: WorkerPool, random_state: int = 0, code_
     """``(model, seconds, record)``: the best verified attempt refit on all rows; if that fails,
     the next best (an ensemble falls back to the best single attempt). ``code_refit(record)``:
     the fitted pipeline of a code-mode attempt (its sandbox refit it)."""
-    ranked = sorted((a for a in history if a.selectable),
-                    key=lambda a: (-a.utility, a.index))
+    ranked = best_first(history)
     if best is not None and best in ranked:
         ranked.remove(best)
         ranked.insert(0, best)

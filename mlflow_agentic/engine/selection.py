@@ -14,7 +14,7 @@ import math
 from collections.abc import Callable, Sequence
 
 from mlflow_agentic.core.settings import SELECTION_RULES
-from mlflow_agentic.core.types import AttemptRecord
+from mlflow_agentic.core.types import AttemptRecord, best_first
 
 __all__ = ["SELECTION_RULES", "fit_cost", "select", "ties"]
 BAG_KEEP = 8
@@ -75,8 +75,7 @@ def affordable(best: AttemptRecord, history: Sequence[AttemptRecord],
     if model is not None:
         return best, (f"attempt {best.index} is served as the average of its fold models: its "
                       "refit would not fit the time budget left"), model
-    for record in sorted((a for a in history if a.selectable),
-                         key=lambda a: (-a.utility, a.index)):
+    for record in best_first(history):
         if fits(refit_members(record, history)):
             return record, (f"attempt {best.index}'s refit would not fit the time budget left; "
                             f"selected attempt {record.index}, the best whose refit does"), None
@@ -97,5 +96,4 @@ def refit_members(record: AttemptRecord, history: Sequence[AttemptRecord]
 def bag_worthy(history: Sequence[AttemptRecord], n: int = BAG_KEEP) -> set[int]:
     """The ``n`` best verified attempts: the ones that may be served as their fold models'
     average (the selected one, an ensemble's members)."""
-    ranked = sorted((a for a in history if a.selectable), key=lambda a: (-a.utility, a.index))
-    return {a.index for a in ranked[:n]}
+    return {a.index for a in best_first(history)[:n]}

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from mlflow_agentic.core.processes import process_alive
+
 SPILL_BYTES = 32 * 2**20
 """From this size a fold's matrices go to ``.npy`` files that the workers memory-map, instead of
 being pickled through a pipe for every task (on 8,190 x 1,503 columns the pipes took twice the
@@ -71,21 +73,16 @@ def spill_folder() -> str:
     root = Path(tempfile.gettempdir())
     for old in root.glob(f"{SPILL_PREFIX}*"):
         pid = old.name[len(SPILL_PREFIX):].split("-")[0]
-        if pid.isdigit() and not _alive(int(pid)):
+        if pid.isdigit() and not process_alive(int(pid)):
             shutil.rmtree(old, ignore_errors=True)
     return tempfile.mkdtemp(prefix=f"{SPILL_PREFIX}{os.getpid()}-")
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
+def steps_file(folder: str | None, name: str) -> str | None:
+    """Where the preprocessing fitted on fold ``name`` (``<style>-<fold>``) is kept."""
+    return None if folder is None else str(Path(folder) / f"{name}-steps.pkl")
 
 
 def model_file(folder: str | None, index: int, fold: int) -> str | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from mlflow_agentic.core.types import AttemptRecord, SolutionCandidate
+from mlflow_agentic.core.types import AttemptRecord, SolutionCandidate, best_first
 from mlflow_agentic.engine.ensemble import MAX_MEMBERS, blend, select_ensemble
 from mlflow_agentic.engine.refit import ENSEMBLE
 
@@ -27,9 +27,8 @@ class EnsembleStep:
 
     def __call__(self, loop: AgenticAutoML, ctx: SearchContext,
                  history: list[AttemptRecord]) -> AttemptRecord | None:
-        ranked = sorted((a for a in history if a.selectable and a.index in loop.oof
-                         and a.candidate.code is None),  # code attempts refit in the sandbox
-                        key=lambda a: (-a.utility, a.index))
+        ranked = best_first(a for a in history if a.index in loop.oof
+                            and a.candidate.code is None)  # code attempts refit in the sandbox
         pool: list[AttemptRecord] = []
         for a in ranked:  # members whose refit, side by side, still fits the time budget
             if len(pool) < MAX_MEMBERS and loop.budget.refit_fits([*pool, a]):

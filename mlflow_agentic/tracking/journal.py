@@ -129,7 +129,7 @@ class Journal:
 
     def owner_alive(self) -> bool:
         """The search process that writes this journal still runs (it sends it itself)."""
-        from mlflow_agentic.tracking.shared import process_alive
+        from mlflow_agentic.core.processes import process_alive
 
         head = self.header
         return (head.get("host") == socket.gethostname() and head.get("pid") != os.getpid()

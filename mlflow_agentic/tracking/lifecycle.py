@@ -15,10 +15,10 @@ import mlflow
 from mlflow.models import infer_signature
 
 from mlflow_agentic.core.observer import SearchContext
+from mlflow_agentic.core.processes import process_alive
 from mlflow_agentic.data.split import frame_digest
 from mlflow_agentic.tracking import context as run_context
 from mlflow_agentic.tracking import models
-from mlflow_agentic.tracking.shared import process_alive
 
 
 def dataset_source(ds):

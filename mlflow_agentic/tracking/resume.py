@@ -17,10 +17,10 @@ from pathlib import Path
 import numpy as np
 
 from mlflow_agentic.core.errors import UserInputError
+from mlflow_agentic.core.processes import process_alive
 from mlflow_agentic.engine.outcome import Outcome
 from mlflow_agentic.engine.restore import Restored
 from mlflow_agentic.tracking.delivery import send_pending
-from mlflow_agentic.tracking.shared import process_alive
 
 OUTPUTS_ARTIFACT = "outputs.npz"
 """On each complete attempt's run: ``oof`` (out-of-fold output on the training rows) and, when

@@ -13,18 +13,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 
-def process_alive(pid: int) -> bool:
-    """False only when this machine has no process ``pid`` (someone else's counts as alive):
-    how a run left RUNNING by a process that is gone (kill -9, a reboot) is told apart."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def worker_label() -> str:
     """``host-pid``: who ran an attempt."""
     return f"{socket.gethostname()}-{os.getpid()}"
