@@ -43,9 +43,7 @@ class SharedOptunaProposer(OptunaProposer):
                      ) -> SolutionCandidate | None:
         if self.study is None:
             self._create_study(dataset, trainers)
-        import optuna
-
-        optuna.storages.fail_stale_trials(self.study)  # a dead worker's trial: FAIL
+        self.shared.fail_dead_trials()  # a dead worker's trials: FAIL
         n = len(self.study.get_trials(deepcopy=False))
         if n >= self.n_trials:
             self.stop_reason = StopReason(StopKind.EXHAUSTED, f"the study has its "

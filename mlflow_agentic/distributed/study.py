@@ -168,12 +168,43 @@ class SharedStudy:
         return True
 
     def running_trials(self) -> list:
-        """Trials still under way, after failing those whose worker stopped beating."""
+        """Trials still under way, after failing those whose worker died."""
+        from optuna.trial import TrialState
+
+        self.fail_dead_trials()
+        return self.study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
+
+    def fail_dead_trials(self) -> None:
+        """FAIL the trials of dead workers: those whose heartbeat stopped (Optuna's own check),
+        and those that never beat, started over the grace ago. A worker killed between Optuna's
+        ``ask`` and its first heartbeat leaves such a trial, which Optuna never counts stale:
+        finalize would wait for it forever."""
+        import contextlib
+        from datetime import datetime, timedelta
+
         import optuna
         from optuna.trial import TrialState
 
         optuna.storages.fail_stale_trials(self.study)
-        return self.study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
+        cutoff = datetime.now() - timedelta(seconds=grace_seconds())  # Optuna's local clock
+        old = {t._trial_id: t for t in self.study.get_trials(deepcopy=False,
+                                                             states=(TrialState.RUNNING,))
+               if t.datetime_start is not None and t.datetime_start < cutoff}
+        for trial_id in set(old) - self._beating(list(old)):
+            with contextlib.suppress(Exception):  # its worker told it after all
+                self.storage.set_trial_state_values(trial_id, state=TrialState.FAIL)
+
+    def _beating(self, trial_ids: list[int]) -> set[int]:
+        """Which of these trials have a heartbeat row (Optuna's schema has no public read)."""
+        if not trial_ids:
+            return set()
+        import sqlalchemy
+
+        query = sqlalchemy.text("SELECT trial_id FROM trial_heartbeats "
+                                "WHERE trial_id IN :ids").bindparams(
+            sqlalchemy.bindparam("ids", expanding=True))
+        with self.storage.engine.connect() as connection:
+            return {row[0] for row in connection.execute(query, {"ids": trial_ids})}
 
 
 def _maybe_alive(label: str) -> bool:
