@@ -61,7 +61,8 @@ def test_a_late_refit_serves_the_bag_and_it_is_logged_and_served(churn_small, tr
     from mlflow_agentic.frontdoor.orchestrator import run_search
     from mlflow_agentic.tracking import MlflowTracker
 
-    monkeypatch.setattr(LoopBudget, "refit_fits", lambda self, records: False)  # always late
+    monkeypatch.setattr(LoopBudget, "refit_fits",  # a refit is always late, a bag is not
+                        lambda self, records, bag=False: bag)
     tracker = MlflowTracker(register="never")
     result = run_search(churn_small, lambda: SequenceProposer([HGB, linear(1.0)]), cv=3,
                         n_jobs=2, max_iterations=1, ensemble=False,

@@ -55,3 +55,48 @@ def test_a_cheaper_attempt_selected_for_the_budget_says_so_not_the_tie_rule():
     summary = run.summary()
     assert "one-standard-error" not in summary
     assert note in summary and f"{slow.index:02d}-linear 0.9500" in summary
+
+
+def test_a_big_models_shipping_and_logging_are_kept_back_beyond_the_fixed_reserve():
+    from mlflow_agentic.engine.budget import (
+        LOG_FREE_MB,
+        LOG_SECONDS_PER_MB,
+        REFIT_GROWTH,
+        SHIP_SECONDS_PER_MB,
+    )
+
+    small, big = budget(after_loop=False), budget(after_loop=False)
+    small.note_refit_cost(attempt(0.8), fit_seconds=5.0, n_folds=5, preprocess_seconds=0.0,
+                          model_mb=1.0)
+    big.note_refit_cost(attempt(0.8), fit_seconds=5.0, n_folds=5, preprocess_seconds=0.0,
+                        model_mb=200.0)  # a forest of full-depth trees
+    refit_mb = REFIT_GROWTH * 200.0
+    assert small.refit_estimate == pytest.approx(1.3 + SHIP_SECONDS_PER_MB * REFIT_GROWTH)
+    assert big.refit_estimate == pytest.approx(
+        1.3 + SHIP_SECONDS_PER_MB * refit_mb + LOG_SECONDS_PER_MB * (refit_mb - LOG_FREE_MB))
+    assert big.deadline() < small.deadline() - 3.0  # the loop stops seconds earlier for it
+
+
+def test_a_bag_too_big_to_log_in_time_is_not_served_a_cheaper_refit_is():
+    import time
+
+    from mlflow_agentic.engine.selection import affordable
+
+    b = budget(after_loop=False)
+    forest, linear = attempt(0.95), attempt(0.80)
+    b.note_refit_cost(forest, fit_seconds=200.0, n_folds=5, preprocess_seconds=0.0,
+                      model_mb=400.0)  # 5 fold models: 2 GB to log
+    b.note_refit_cost(linear, fit_seconds=1.0, n_folds=5, preprocess_seconds=0.0,
+                      model_mb=0.01)
+    b.started = time.perf_counter() - 50  # 10 s left of 60
+    assert not b.refit_fits([forest]) and not b.refit_fits([forest], bag=True)
+    assert b.refit_fits([linear]) and b.refit_fits([linear], bag=True)
+    served = []
+    chosen, note, model = affordable(forest, [forest, linear], b.refit_fits,
+                                     lambda r: served.append(r) or "bag")
+    assert not served and model is None  # the bag was not even built
+    assert chosen is linear and "refit would not fit" in note
+
+    b.model_mb[forest.index] = 1.0  # a small forest: its bag logs in time, and is served
+    chosen, note, model = affordable(forest, [forest, linear], b.refit_fits, lambda r: "bag")
+    assert chosen is forest and model == "bag" and "average of its fold models" in note

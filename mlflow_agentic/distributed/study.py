@@ -187,10 +187,11 @@ class SharedStudy:
 
         optuna.storages.fail_stale_trials(self.study)
         cutoff = datetime.now() - timedelta(seconds=grace_seconds())  # Optuna's local clock
-        old = {t._trial_id: t for t in self.study.get_trials(deepcopy=False,
-                                                             states=(TrialState.RUNNING,))
-               if t.datetime_start is not None and t.datetime_start < cutoff}
-        for trial_id in set(old) - self._beating(list(old)):
+        study_id = self.storage.get_study_id_from_name(self.name)
+        old = [self.storage.get_trial_id_from_study_id_trial_number(study_id, t.number)
+               for t in self.study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
+               if t.datetime_start is not None and t.datetime_start < cutoff]
+        for trial_id in set(old) - self._beating(old):
             with contextlib.suppress(Exception):  # its worker told it after all
                 self.storage.set_trial_state_values(trial_id, state=TrialState.FAIL)
 

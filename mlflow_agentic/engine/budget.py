@@ -21,6 +21,18 @@ REFIT_TOLERANCE = 0.04
 """How far past its share a refit may end before a cheaper attempt is selected instead (an
 expensive attempt that ran late leaves little: a second's overrun beats selecting a model
 twice as bad)."""
+LOG_SECONDS_PER_MB = 0.015
+"""Logging the served model after the loop, per MB of its pickle (pickled, written, copied to
+the artifact store, loaded back for MLflow's input-example check): 2.1 s for a 138 MB ensemble
+with extra trees on this 2-core machine."""
+LOG_FREE_MB = 30.0
+"""What the front door's fixed recording reserve already covers (a model up to this size logs
+in under half a second); beyond it the loop keeps the logging time back itself."""
+SHIP_SECONDS_PER_MB = 0.005
+"""A refit model's way back from its worker, or a fold model's from disk, per MB (pickled,
+piped or read, unpickled)."""
+REFIT_GROWTH = 1.25
+"""A refit model against one fold's: trees grow with the rows (all of them, not (k-1)/k)."""
 AFTER_LOOP_RESERVE_SECONDS = 1.0
 """Kept back from a time budget for the steps after the loop (the ensemble selection; at most
 10% of the budget), on top of the refit's own estimate."""
@@ -42,42 +54,64 @@ class LoopBudget:
         self.refit_estimate = 0.0
         self.refit_costs: dict[int, tuple[float, float]] = {}
         """Attempt index -> (utility, estimated refit seconds) of every verified attempt."""
+        self.model_mb: dict[int, float] = {}
+        """Attempt index -> the size of one of its fold models (MB), where the workers kept
+        them: what its refit ships back and its logging writes."""
+        self.n_folds = 1
         self.workers = 1
         """How many refits run at once (the loop sets its worker count)."""
 
     def start(self) -> None:
         self.started = time.perf_counter()
-        self.refit_estimate, self.refit_costs = 0.0, {}
+        self.refit_estimate, self.refit_costs, self.model_mb = 0.0, {}, {}
 
     def elapsed(self) -> float:
         return time.perf_counter() - self.started
 
     def note_refit_cost(self, record: AttemptRecord, fit_seconds: float, n_folds: int,
-                        preprocess_seconds: float) -> None:
+                        preprocess_seconds: float, model_mb: float | None = None) -> None:
         """What the final refit may cost: the best attempt's (one fold's fit on k/(k-1) the
         rows, plus that share of the preprocessing the folds had ready-made: a refit does its
         own, seconds on a big file), or, when an ensemble step follows, its likely members'
-        (the best ``ENSEMBLE_MEMBERS`` attempts, refit side by side on the workers)."""
+        (the best ``ENSEMBLE_MEMBERS`` attempts, refit side by side on the workers). With
+        ``model_mb`` (one fold model's size), the model's way back and its logging too: a
+        forest of a hundred MB takes seconds to ship and log."""
         n = max(n_folds, 1)
-        cost = (fit_seconds / n + preprocess_seconds / n) * 1.3
+        self.n_folds = n
+        if model_mb is not None:
+            self.model_mb[record.index] = model_mb
+        mb = REFIT_GROWTH * (model_mb or 0.0)
+        cost = (fit_seconds / n + preprocess_seconds / n) * 1.3 + SHIP_SECONDS_PER_MB * mb
         self.refit_costs[record.index] = (record.utility, cost)
-        ranked = sorted(self.refit_costs.values(), reverse=True)
-        best = ranked[0][1]
-        if not self.after_loop:
-            self.refit_estimate = best
-            return
-        likely = [c for _, c in ranked[:ENSEMBLE_MEMBERS]]
-        self.refit_estimate = max(best, max(likely), sum(likely) / max(self.workers, 1))
+        ranked = sorted(self.refit_costs, key=lambda i: self.refit_costs[i], reverse=True)
+        likely = ranked[:ENSEMBLE_MEMBERS if self.after_loop else 1]
+        costs = [self.refit_costs[i][1] for i in likely]
+        self.refit_estimate = (max(costs[0], max(costs), sum(costs) / max(self.workers, 1))
+                               + self.logging_seconds(self._refit_mb(likely)))
 
-    def refit_fits(self, records) -> bool:
-        """Whether refitting ``records`` side by side on the workers ends within the loop's
-        share of the time budget (always, without one): an expensive attempt that finished
-        late must not push the whole command past its budget."""
+    def _refit_mb(self, indices) -> float:
+        return REFIT_GROWTH * sum(self.model_mb.get(i, 0.0) for i in indices)
+
+    def logging_seconds(self, mb: float) -> float:
+        """Logging a model of ``mb`` after the loop, beyond what the fixed reserve covers."""
+        return LOG_SECONDS_PER_MB * max(mb - LOG_FREE_MB, 0.0)
+
+    def refit_fits(self, records, bag: bool = False) -> bool:
+        """Whether refitting ``records`` side by side on the workers, and logging the model,
+        end within the loop's share of the time budget (always, without one): an expensive
+        attempt that finished late must not push the whole command past its budget. ``bag``:
+        whether serving their fold models' average instead (no refit: the k fold models read
+        back and logged) ends within it."""
         if self.seconds is None:
             return True
         left = (self.started + self.seconds - time.perf_counter()
                 + REFIT_TOLERANCE * self.seconds)
-        costs = [self.refit_costs.get(r.index, (0.0, 0.0))[1] for r in records]
+        indices = [r.index for r in records]
+        if bag:
+            mb = self.n_folds * sum(self.model_mb.get(i, 0.0) for i in indices)
+            return SHIP_SECONDS_PER_MB * mb + self.logging_seconds(mb) <= left
+        left -= self.logging_seconds(self._refit_mb(indices))
+        costs = [self.refit_costs.get(i, (0.0, 0.0))[1] for i in indices]
         return max(costs, default=0.0) <= left and sum(costs) / max(self.workers, 1) <= left
 
     def deadline(self) -> float | None:

@@ -110,6 +110,10 @@ class FoldData:
         the workers are not on this machine)."""
         return disk.model_file(self.spill_to, index, fold)
 
+    def model_mb(self, index: int) -> float | None:
+        """The size (MB) of one of attempt ``index``'s fold models (None: not kept)."""
+        return disk.model_megabytes(self.spill_to, index, self.n_splits)
+
     def fold_pipelines(self, index: int, style: str) -> list[Pipeline] | None:
         """Attempt ``index``'s fold models, each behind the preprocessing fitted on its fold's
         rows: what the average of the fold models serves. None when any is not kept."""

@@ -278,16 +278,16 @@ class AgenticAutoML:
         """What later steps need of an attempt: its out-of-fold and extra-row predictions (the
         ensemble blends them), the best attempts' fold models (they may be served averaged) and
         what a refit will cost."""
-        self.runner.folds.keep_models_of(bag_worthy(history), upto=record.index)
+        folds = self.runner.folds
+        if record.verdict.valid and outcome.fit_seconds:  # sized before its models may go
+            self.budget.note_refit_cost(record, outcome.fit_seconds,
+                                        len(outcome.fold_scores) or folds.n_splits,
+                                        folds.preprocess_seconds, folds.model_mb(record.index))
+        folds.keep_models_of(bag_worthy(history), upto=record.index)
         if outcome.oof is not None and record.verdict.valid:
             self.oof[record.index] = outcome.oof
         if outcome.extra is not None:
             self.extras[record.index] = outcome.extra
-        if record.verdict.valid and outcome.fit_seconds:
-            folds = self.runner.folds
-            self.budget.note_refit_cost(record, outcome.fit_seconds,
-                                        len(outcome.fold_scores) or folds.n_splits,
-                                        folds.preprocess_seconds)
 
 
 def _pruner(settings: SearchSettings):

@@ -62,16 +62,18 @@ def select(history: Sequence[AttemptRecord], top: AttemptRecord | None, rule: st
 
 
 def affordable(best: AttemptRecord, history: Sequence[AttemptRecord],
-               fits: Callable[[list[AttemptRecord]], bool],
+               fits: Callable[..., bool],
                bag: Callable[[AttemptRecord], object] | None = None
                ) -> tuple[AttemptRecord, str, object]:
     """``(record, why, model)``: ``best`` to refit; or, when its refit would not fit the time
-    left (``fits`` of the attempts it refits: an ensemble's members), ``best`` served as the
-    average of its fold models (``bag(best)``: already fitted, no refit), or when those are not
-    kept, the best verified attempt whose refit does fit."""
-    if fits(refit_members(best, history)):
+    left (``fits(members)`` of the attempts it refits: an ensemble's members), ``best`` served
+    as the average of its fold models (``bag(best)``: already fitted, no refit, when
+    ``fits(members, bag=True)``: k fold models log k times the bytes), or when those are not
+    kept or too big, the best verified attempt whose refit does fit."""
+    members = refit_members(best, history)
+    if fits(members):
         return best, "", None
-    model = bag(best) if bag is not None else None
+    model = bag(best) if bag is not None and fits(members, bag=True) else None
     if model is not None:
         return best, (f"attempt {best.index} is served as the average of its fold models: its "
                       "refit would not fit the time budget left"), model

@@ -90,6 +90,13 @@ def model_file(folder: str | None, index: int, fold: int) -> str | None:
     return None if folder is None else str(Path(folder) / "models" / f"{index}-{fold}.pkl")
 
 
+def model_megabytes(folder: str | None, index: int, n_folds: int) -> float | None:
+    """The mean size (MB) of attempt ``index``'s kept fold models (None: none kept)."""
+    sizes = [os.path.getsize(path) for k in range(n_folds)
+             if (path := model_file(folder, index, k)) is not None and os.path.exists(path)]
+    return sum(sizes) / len(sizes) / 1e6 if sizes else None
+
+
 def keep(obj, path: str | None) -> None:
     """Pickle ``obj`` to ``path`` (a worker's fitted fold model or preprocessing)."""
     if path is None:
