@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
@@ -78,3 +79,36 @@ def test_trainer_selection_is_checked():
     assert resolve_trainers(["xgboost", "linear"], "binary") == ["xgboost", "linear"]
     with pytest.raises(UserInputError, match="unknown trainer 'xgbost'.*Did you mean 'xgboost'"):
         resolve_trainers(["xgbost"], "binary")
+
+
+@pytest.mark.parametrize("name", ["hist_gradient_boosting", "lightgbm"])
+def test_boosters_split_on_categories_not_on_their_codes_order(name):
+    """A category's effect that no order of its codes makes monotone: a booster told the codes
+    are categories finds it in a few splits; on codes alone it needs many. High-cardinality
+    columns (over 254 levels) stay codes."""
+    rng = np.random.default_rng(0)
+    n = 3000
+    levels = [f"c{i:02d}" for i in range(40)]
+    effect = dict(zip(levels, rng.permutation([0.0, 3.0] * 20), strict=True))
+    df = pd.DataFrame({"x": rng.normal(size=n), "city": rng.choice(levels, n),
+                       "id_like": [f"u{i % 400}" for i in range(n)]})
+    df["target"] = df["city"].map(effect) + 0.5 * df["x"] + rng.normal(scale=0.3, size=n)
+    ds = Dataset.from_frame(df.iloc[:2000], target="target")
+    test = df.iloc[2000:]
+    rounds = {"max_iter": 3} if name == "hist_gradient_boosting" else {"n_estimators": 3}
+    pipe = get_trainer(name).pipeline(ds, {"learning_rate": 0.3, **rounds})
+    names = list(pipe[:-1].fit(ds.X).get_feature_names_out())
+    model = pipe.named_steps["model"]
+    marked = (model.categorical_features if name == "hist_gradient_boosting"
+              else list(model.categorical))
+    assert "id_like" in names and [names[i] for i in marked] == ["city"]  # 400 levels: codes
+
+    def rmse(pipeline) -> float:
+        predicted = pipeline.fit(ds.X, ds.y).predict(test.drop(columns="target"))
+        return float(np.sqrt(np.mean((predicted - test["target"]) ** 2)))
+
+    codes = clone(pipe)
+    codes.named_steps["model"].set_params(**(
+        {"categorical_features": None} if name == "hist_gradient_boosting"
+        else {"categorical": None}))
+    assert rmse(pipe) < 0.85 * rmse(codes)

@@ -107,8 +107,8 @@ class BatchRunner:
             state.outcome, state.done = self.run_code(plan), True
             return None
         try:
-            model = single_threaded(plan.trainer.build_model(
-                self.folds.dataset.task, plan.params, self.random_state))
+            model = single_threaded(plan.trainer.model(self.folds.dataset, plan.params,
+                                                      self.random_state))
             matrices = self.folds.matrices(plan.trainer.preprocessing)
         except Exception as exc:
             state.outcome.error = f"{type(exc).__name__}: {exc}"

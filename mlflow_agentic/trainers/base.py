@@ -13,7 +13,7 @@ from typing import Any
 from sklearn.pipeline import Pipeline
 
 from mlflow_agentic.core.errors import ProposerOutputError
-from mlflow_agentic.trainers.preprocessing import build_preprocessor
+from mlflow_agentic.trainers.preprocessing import build_preprocessor, category_columns
 from mlflow_agentic.trainers.space import ParamSpec
 
 ALL_TASKS = frozenset({"binary", "multiclass", "regression"})
@@ -71,14 +71,21 @@ class Trainer:
                 ) from exc
         return resolved
 
+    def model(self, dataset, resolved: Mapping[str, Any], random_state: int = 0):
+        """The unfitted model for ``dataset``'s preprocessed columns (``resolved`` params):
+        a booster that can is told which columns are category codes."""
+        from mlflow_agentic.trainers.transforms import split_on_categories
+
+        return split_on_categories(self.build_model(dataset.task, dict(resolved), random_state),
+                                   category_columns(dataset, self.preprocessing))
+
     def pipeline(self, dataset, params: Mapping[str, Any] | None = None,
                  random_state: int = 0) -> Pipeline:
         """Unfitted ``Pipeline(inputs, preprocess, model)`` for this dataset: ``inputs`` checks
         the raw columns (optional ones may be absent), ``preprocess`` types and encodes them."""
         from mlflow_agentic.trainers.transforms import InputColumns
 
-        resolved = self.resolve_params(dataset, params)
-        model = self.build_model(dataset.task, resolved, random_state)
+        model = self.model(dataset, self.resolve_params(dataset, params), random_state)
         return Pipeline([("inputs", InputColumns(unused=sorted(dataset.excluded_columns))),
                          ("preprocess", build_preprocessor(dataset, self.preprocessing)),
                          ("model", model)])

@@ -20,6 +20,20 @@ from mlflow_agentic.trainers import transforms as tf
 
 STYLES = ("scaled", "ordinal", "native")
 ONE_HOT_MAX_CATEGORIES = 20
+NATIVE_MAX_LEVELS = 254
+"""Categorical columns up to this many levels are split on as categories by the boosters that
+can (histogram gradient boosting allows fewer than its 255 bins); above it, as ordinal codes."""
+
+
+def category_columns(dataset, style: str) -> list[int]:
+    """Output positions of the ``build_preprocessor(dataset, style)`` columns that are category
+    codes a booster may split on as categories (``native`` style: numeric columns come first,
+    one each, then the categorical ones in order)."""
+    if style != "native":
+        return []
+    first = len(dataset.columns_of("numeric"))
+    return [first + i for i, column in enumerate(dataset.columns_of("categorical"))
+            if dataset.columns[column].n_unique <= NATIVE_MAX_LEVELS]
 
 
 def build_preprocessor(dataset, style: str = "ordinal") -> ColumnTransformer:

@@ -295,13 +295,16 @@ class InnerValidationEarlyStopping(BaseEstimator):
     ``fit`` sets ``validation_fraction`` of the rows aside (stratified for a classifier), fits
     ``estimator`` (xgboost or LightGBM, scikit-learn API) with them as ``eval_set`` and stops
     after ``rounds`` rounds without improvement: the rows a CV fold is scored on are never seen.
+    ``categorical``: column indices LightGBM splits on as categories (its ``categorical_feature``).
     """
 
-    def __init__(self, estimator=None, validation_fraction=0.1, rounds=20, random_state=0):
+    def __init__(self, estimator=None, validation_fraction=0.1, rounds=20, random_state=0,
+                 categorical=None):
         self.estimator = estimator
         self.validation_fraction = validation_fraction
         self.rounds = rounds
         self.random_state = random_state
+        self.categorical = categorical
 
     def fit(self, X, y, **fit_params):
         from sklearn.base import is_classifier
@@ -321,6 +324,8 @@ class InnerValidationEarlyStopping(BaseEstimator):
             params["verbose"] = False
         else:  # LightGBM: a core parameter, active when an evaluation set is given
             estimator.set_params(early_stopping_round=self.rounds)
+            if getattr(self, "categorical", None):
+                params["categorical_feature"] = list(self.categorical)
         with warnings.catch_warnings():  # LightGBM 4.6 prefers eval_X/eval_y (numeric labels)
             warnings.filterwarnings("ignore", message=".*eval_set.* is deprecated")
             self.estimator_ = estimator.fit(X_fit, y_fit, **params)
@@ -333,3 +338,19 @@ class InnerValidationEarlyStopping(BaseEstimator):
 
     def predict_proba(self, X):
         return self.estimator_.predict_proba(X)
+
+
+def split_on_categories(model, columns: list[int]):
+    """``model`` told which of its input columns are category codes (negative: missing), so it
+    splits on sets of categories instead of on the codes' arbitrary order: scikit-learn's
+    histogram gradient boosting and LightGBM (behind ``InnerValidationEarlyStopping``). Other
+    models are returned as they are."""
+    if not columns:
+        return model
+    params = model.get_params(deep=False)
+    if "categorical_features" in params:  # HistGradientBoosting*
+        return model.set_params(categorical_features=list(columns))
+    if isinstance(model, InnerValidationEarlyStopping) and \
+            type(model.estimator).__module__.startswith("lightgbm"):
+        return model.set_params(categorical=tuple(columns))
+    return model
