@@ -25,9 +25,11 @@ better peer's (target at 60 s: at least the better peer's score).
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -113,6 +115,7 @@ def run_agentic(csv: Path, target: str, budget: float, work: Path, digest: str,
 def run_peer(system: str, train: Path, holdout: Path, target: str, metric: str,
              budget: float) -> dict:
     out = Path(tempfile.mktemp(suffix=".json"))
+    atexit.register(out.unlink, missing_ok=True)
     cmd = [sys.executable, __file__, "--peer", system, "--train", str(train), "--holdout",
            str(holdout), "--target", target, "--metric", metric, "--budget", str(budget),
            "--peer-out", str(out)]
@@ -251,7 +254,8 @@ def main() -> None:
         Path(args.peer_out).write_text(json.dumps(result))
         return
 
-    work = Path(tempfile.mkdtemp(prefix="peers-"))
+    work = Path(tempfile.mkdtemp(prefix="peers-"))  # the data, the runs' stores: removed at exit
+    atexit.register(shutil.rmtree, work, ignore_errors=True)
     rows = []
     print(f"{'dataset':<9}{'budget':>7}{'load':>6}  {'system':<15}{'holdout':>10}{'wall s':>8}"
           f"{'trials':>8}  model", flush=True)

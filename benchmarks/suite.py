@@ -26,7 +26,10 @@ Python in its own virtual environment with ``autogluon.tabular`` installed) to i
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
+import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -125,12 +128,14 @@ def materialise(name: str, work: Path) -> Path:
 def run_peer(system: str, train: Path, holdout: Path, target: str, metric: str,
              budget: float, autogluon_python: str | None) -> dict:
     out = Path(tempfile.mktemp(suffix=".json"))
+    atexit.register(out.unlink, missing_ok=True)
     python = autogluon_python if system.startswith("autogluon") else sys.executable
     cmd = [python, __file__, "peer", "--peer", system, "--train", str(train), "--holdout",
            str(holdout), "--target", target, "--metric", metric, "--budget", str(budget),
            "--peer-out", str(out)]
     start = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    proc = subprocess.run(cmd, capture_output=True, text=True,  # its files in the work folder
+                          env={**os.environ, "TMPDIR": str(train.parent)})
     wall = time.perf_counter() - start
     if proc.returncode != 0:
         raise RuntimeError(f"{system} failed:\n{proc.stderr[-3000:]}")
@@ -156,7 +161,7 @@ def peer_autogluon(args, presets: str) -> dict:
     train, holdout = pd.read_pickle(args.train), pd.read_pickle(args.holdout)
     metric = {"rmse": "root_mean_squared_error"}.get(args.metric, args.metric)
     predictor = TabularPredictor(label=args.target, eval_metric=metric, verbosity=0,
-                                 path=tempfile.mkdtemp(prefix="ag-"))
+                                 path=tempfile.mkdtemp(prefix="ag-"))  # in the suite's folder
     predictor.fit(train, time_limit=args.budget, presets=presets)
     X, y = holdout.drop(columns=[args.target]), holdout[args.target]
 
@@ -399,7 +404,8 @@ def main() -> None:
 
 
 def measure(args) -> None:
-    work = Path(tempfile.mkdtemp(prefix="suite-"))
+    work = Path(tempfile.mkdtemp(prefix="suite-"))  # the data, the runs' stores: removed at exit
+    atexit.register(shutil.rmtree, work, ignore_errors=True)
     fresh: list[dict] = []
     print(f"{'dataset':<10}{'seed':>5}{'budget':>7}{'load':>6}  {'system':<15}{'score':>11}"
           f"{'wall s':>8}{'trials':>7}  model", flush=True)
