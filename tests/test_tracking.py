@@ -118,6 +118,31 @@ def test_nothing_verified_nothing_registered(tracking_uri, scripted_trainer):
     assert "nothing verified" in parent.data.tags["summary"]
 
 
+def test_a_search_with_no_model_logs_no_holdout_rows_for_a_gate_that_cannot_come(
+        tracking_uri, scripted_trainer):
+    """The sealed rows are logged for the promotion gate, which scores a registered version on
+    them; with nothing verified there is no version, and on wide data writing them costs seconds
+    a tight budget does not have (grants: 2 s of 20)."""
+    from mlflow_agentic.frontdoor.orchestrator import run_search
+
+    ds = Dataset.from_frame(scripted_frame(), name="noise")
+    tracker = MlflowTracker()
+    result = run_search(ds, lambda: SequenceProposer([q(0.0), q(0.0)]), cv=3,
+                        trainers=["scripted"], max_iterations=1, ensemble=False,
+                        tracker=tracker)
+    assert result.run.model is None
+    artifacts = {a.path for a in mlflow.MlflowClient().list_artifacts(tracker.parent_run_id,
+                                                                       "evaluation")}
+    assert "evaluation/holdout.csv" not in artifacts
+
+    tracker = MlflowTracker(register="never")  # a model: its rows are there for the gate
+    run_search(ds, lambda: SequenceProposer(["linear"]), cv=3, max_iterations=0,
+               ensemble=False, tracker=tracker)
+    artifacts = {a.path for a in mlflow.MlflowClient().list_artifacts(tracker.parent_run_id,
+                                                                       "evaluation")}
+    assert "evaluation/holdout.csv" in artifacts
+
+
 def test_broken_trainer_is_a_failed_child_run(tracking_uri, churn_small, broken_trainer):
     tracker = MlflowTracker(register=False)
     run = AgenticAutoML(SequenceProposer(["linear", broken_trainer, "xgboost"]), cv=3,

@@ -55,8 +55,8 @@ def record_result(rec, run: EngineeringRun, report=None, holdout=None, *,
                      f"({rec.run_link(selected_id)})** (CV {m} {best.score:.4f} ± "
                      f"{best.score_std:.4f}); it holds the model, its holdout diagnostics and "
                      "explanations."]
-    if holdout is not None and log_model:  # after scoring: for the promotion gate
-        _log_holdout_rows(rec, holdout)
+    if holdout is not None and log_model and run.model is not None:  # after scoring: for the
+        _log_holdout_rows(rec, holdout)  # promotion gate, which scores a registered version
     _record_holdout(rec, run, report, metrics, tags, note)
     log_leaderboard(rec, run, report)
     rec.client.log_text(rec.parent_run_id, profile_html(rec.context.dataset), "data_profile.html")
