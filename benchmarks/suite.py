@@ -340,7 +340,7 @@ def plot(rows: list[dict], path: Path) -> None:
     import numpy as np
 
     norm = normalize(rows)
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.5))
+    fig, axes = plt.subplots(1, 2, figsize=(13.5, 4.5))
     for ax, (name, stat) in zip(axes, (("mean", np.mean), ("median", np.median)), strict=True):
         for system in sorted({k[4] for k in norm}):
             for loaded in (False, True):
@@ -352,11 +352,14 @@ def plot(rows: list[dict], path: Path) -> None:
                 ax.plot(points, values, marker="o", linestyle="--" if loaded else "-",
                         label=f"{system}{' (one core busy)' if loaded else ''}")
         ax.set_xscale("log")
+        budgets = sorted({k[3] for k in norm})
+        ax.set_xticks(budgets, [f"{b:g}" for b in budgets])
+        ax.minorticks_off()
         ax.set_xlabel("wall budget (s)")
         ax.set_ylabel(f"{name} normalized score (0 = default HGB, 1 = best seen)")
         ax.set_title(f"{name} over datasets x split seeds")
         ax.grid(alpha=0.3)
-    axes[1].legend(fontsize=8)
+    axes[1].legend(fontsize=8, loc="center left", bbox_to_anchor=(1.02, 0.5))
     fig.suptitle("benchmarks/suite.py")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
