@@ -16,10 +16,12 @@ children). Prints one line of JSON and appends it to ``benchmarks/results/scale.
 from __future__ import annotations
 
 import argparse
+import atexit
 import contextlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -76,7 +78,8 @@ def main() -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import peers
 
-    work = Path(tempfile.mkdtemp(prefix="scale-"))
+    work = Path(tempfile.mkdtemp(prefix="scale-"))  # the run's store and model: removed at exit
+    atexit.register(shutil.rmtree, work, ignore_errors=True)
     data = Path(tempfile.gettempdir()) / f"scale-{args.rows}x{args.columns}.parquet"
     if not data.exists():
         make_data(args.rows, args.columns, data)
