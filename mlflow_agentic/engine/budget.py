@@ -86,11 +86,12 @@ class LoopBudget:
         ranked = sorted(self.refit_costs, key=lambda i: self.refit_costs[i], reverse=True)
         likely = ranked[:ENSEMBLE_MEMBERS if self.after_loop else 1]
         costs = [self.refit_costs[i][1] for i in likely]
-        self.refit_estimate = (max(costs[0], max(costs), sum(costs) / max(self.workers, 1))
-                               + self.logging_seconds(self._refit_mb(likely)))
+        self.refit_estimate = (max(max(costs), sum(costs) / max(self.workers, 1))
+                               + self.logging_seconds(REFIT_GROWTH * self._fold_mb(likely)))
 
-    def _refit_mb(self, indices) -> float:
-        return REFIT_GROWTH * sum(self.model_mb.get(i, 0.0) for i in indices)
+    def _fold_mb(self, indices) -> float:
+        """One fold model's size (MB) of each of these attempts, summed (0 where not kept)."""
+        return sum(self.model_mb.get(i, 0.0) for i in indices)
 
     def logging_seconds(self, mb: float) -> float:
         """Logging a model of ``mb`` after the loop, beyond what the fixed reserve covers."""
@@ -108,9 +109,9 @@ class LoopBudget:
                 + REFIT_TOLERANCE * self.seconds)
         indices = [r.index for r in records]
         if bag:
-            mb = self.n_folds * sum(self.model_mb.get(i, 0.0) for i in indices)
+            mb = self.n_folds * self._fold_mb(indices)
             return SHIP_SECONDS_PER_MB * mb + self.logging_seconds(mb) <= left
-        left -= self.logging_seconds(self._refit_mb(indices))
+        left -= self.logging_seconds(REFIT_GROWTH * self._fold_mb(indices))
         costs = [self.refit_costs.get(i, (0.0, 0.0))[1] for i in indices]
         return max(costs, default=0.0) <= left and sum(costs) / max(self.workers, 1) <= left
 
