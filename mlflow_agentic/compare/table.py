@@ -85,7 +85,7 @@ def arm_from_search(result, *, proposer: str, seed: int, run_id: str, llm_exchan
         cost_usd=sum(e.cost_usd for e in llm_exchanges), stop_reason=run.stop_reason,
         curve=curve, points=points,
         proposed=[f"{a.candidate.trainer} {sorted((k, str(v)) for k, v in a.params.items())}"
-                  for a in run.attempts if a.candidate.trainer != "ensemble"])
+                  for a in run.attempts if a.phase != "ensemble"])
 
 
 def caveats(arms: Sequence[Arm]) -> list[str]:

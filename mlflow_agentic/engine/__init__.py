@@ -12,6 +12,7 @@ from mlflow_agentic.core.lazy import lazy_getattr
 _EXPORTS = {
     "AgenticAutoML": "mlflow_agentic.engine.loop",
     "EnsembleStep": "mlflow_agentic.engine.steps",
+    "StackStep": "mlflow_agentic.engine.steps",
     "SearchContext": "mlflow_agentic.core.observer",
     "SearchObserver": "mlflow_agentic.core.observer",
     "AttemptRecord": "mlflow_agentic.core.types",
@@ -30,6 +31,7 @@ __all__ = [
     "SearchContext",
     "SearchObserver",
     "SolutionCandidate",
+    "StackStep",
     "StopKind",
     "StopReason",
     "Verdict",
@@ -46,7 +48,7 @@ if TYPE_CHECKING:
         Verdict,
     )
     from mlflow_agentic.engine.loop import AgenticAutoML
-    from mlflow_agentic.engine.steps import EnsembleStep
+    from mlflow_agentic.engine.steps import EnsembleStep, StackStep
 
 
 __getattr__ = lazy_getattr(__name__, _EXPORTS)

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 from mlflow_agentic.core.settings import SearchSettings
 from mlflow_agentic.core.types import AttemptRecord, StopKind, StopReason
-from mlflow_agentic.engine.refit import ENSEMBLE
+from mlflow_agentic.engine.refit import COMBINERS
 
 ENSEMBLE_MEMBERS = 4
 """Members a greedy ensemble usually keeps (its refit refits each): what the deadline plans for."""
@@ -168,5 +168,5 @@ class LoopBudget:
     def resumed_loop_end(self) -> int | None:
         """In a resumed search whose ensemble was recorded: the last attempt of its loop (it
         ended there, by whatever budget it had; a resume's budget may be larger)."""
-        ensembles = [i for i, r in self.restored.items() if r.trainer == ENSEMBLE]
+        ensembles = [i for i, r in self.restored.items() if r.trainer in COMBINERS]
         return min(ensembles) - 1 if ensembles else None

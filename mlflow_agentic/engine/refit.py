@@ -13,6 +13,23 @@ from mlflow_agentic.trainers.registry import get_trainer
 
 ENSEMBLE = "ensemble"
 """The trainer name of an ensemble attempt (not in the registry: the engine builds it)."""
+STACK = "stack"
+"""The trainer name of a stacking attempt (a linear model over its members' outputs)."""
+COMBINERS = (ENSEMBLE, STACK)
+"""Attempts made of other attempts (params ``members``): refit member by member."""
+
+
+def combine(record, models: list, dataset):
+    """The served model of a combining ``record`` from its members' fitted ``models``: their
+    weighted average (an ensemble) or its stacker over them (params ``coef``, ``intercept``)."""
+    from mlflow_agentic.trainers.stacked import StackedEnsemble
+    from mlflow_agentic.trainers.transforms import WeightedEnsemble
+
+    classes = list(dataset.classes) if dataset.task != "regression" else None
+    if record.candidate.trainer == STACK:
+        return StackedEnsemble(models, record.params["coef"], record.params["intercept"],
+                               classes, dataset.task)
+    return WeightedEnsemble(models, list(record.params["weights"]), classes)
 
 
 def fit_pipeline(pipeline, X, y):
@@ -34,8 +51,10 @@ def refit(history, best, dataset, pool: WorkerPool, random_state: int = 0, code_
     for record in ranked:
         start = time.perf_counter()
         try:
-            if record.candidate.trainer == ENSEMBLE:
-                model = _refit_ensemble(record, by_index, dataset, pool, random_state)
+            if record.candidate.trainer in COMBINERS:
+                members = [by_index[i] for i in record.params["members"]]
+                model = combine(record, _refit_one(members, dataset, pool, random_state),
+                                dataset)
             elif record.candidate.code is not None:
                 model = code_refit(record)
             else:
@@ -61,18 +80,9 @@ def _refit_one(records, dataset, pool: WorkerPool, random_state: int) -> list:
     return models
 
 
-def _refit_ensemble(record, by_index, dataset, pool: WorkerPool, random_state: int):
-    from mlflow_agentic.trainers.transforms import WeightedEnsemble
-
-    members = [by_index[i] for i in record.params["members"]]
-    models = _refit_one(members, dataset, pool, random_state)
-    classes = list(dataset.classes) if dataset.task != "regression" else None
-    return WeightedEnsemble(models, list(record.params["weights"]), classes)
-
-
 def bagged(record, history, folds, dataset):
-    """``record`` as the average of the models its folds fitted (an ensemble: of each
-    member's, with its weights): no refit. None when a fold model was not kept."""
+    """``record`` as the average of the models its folds fitted (an ensemble or a stack: of
+    each member's, combined as it combines them): no refit. None when a fold model was not kept."""
     from mlflow_agentic.trainers.transforms import WeightedEnsemble
 
     classes = list(dataset.classes) if dataset.task != "regression" else None
@@ -86,9 +96,9 @@ def bagged(record, history, folds, dataset):
         return None if pipelines is None else WeightedEnsemble(pipelines, [1.0] * len(pipelines),
                                                                classes)
 
-    if record.candidate.trainer != ENSEMBLE:
+    if record.candidate.trainer not in COMBINERS:
         return bag(record)
     members = [bag(by_index[i]) for i in record.params["members"]]
     if any(m is None for m in members):
         return None
-    return WeightedEnsemble(members, list(record.params["weights"]), classes)
+    return combine(record, members, dataset)

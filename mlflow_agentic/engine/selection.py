@@ -37,11 +37,12 @@ def ties(history: Sequence[AttemptRecord], top: AttemptRecord | None) -> list[At
 
 
 def fit_cost(record: AttemptRecord, by_index: dict[int, AttemptRecord]) -> int:
-    """The trainer's declared relative cost; an ensemble costs all its members together."""
-    from mlflow_agentic.engine.refit import ENSEMBLE
+    """The trainer's declared relative cost; an ensemble (or stack) costs all its members
+    together."""
+    from mlflow_agentic.engine.refit import COMBINERS
     from mlflow_agentic.trainers.registry import trainer_registry
 
-    if record.candidate.trainer == ENSEMBLE:
+    if record.candidate.trainer in COMBINERS:
         members = [by_index[i] for i in record.params.get("members", ()) if i in by_index]
         return sum(fit_cost(m, by_index) for m in members) or DEFAULT_COST
     trainer = trainer_registry().get(record.candidate.trainer)
@@ -86,10 +87,11 @@ def affordable(best: AttemptRecord, history: Sequence[AttemptRecord],
 
 def refit_members(record: AttemptRecord, history: Sequence[AttemptRecord]
                   ) -> list[AttemptRecord]:
-    """The attempts a refit of ``record`` fits: an ensemble's members, else itself."""
-    from mlflow_agentic.engine.refit import ENSEMBLE
+    """The attempts a refit of ``record`` fits: an ensemble's (or stack's) members, else
+    itself."""
+    from mlflow_agentic.engine.refit import COMBINERS
 
-    if record.candidate.trainer != ENSEMBLE:
+    if record.candidate.trainer not in COMBINERS:
         return [record]
     by_index = {a.index: a for a in history}
     return [by_index[i] for i in record.params.get("members", ()) if i in by_index]

@@ -1,8 +1,8 @@
 """Steps after the loop: candidates the engine makes from the attempts, before selection.
 
 A step is a step of the search (``search_sealed`` adds the ensemble when
-``SearchSettings.ensemble``), not of the loop: ``AgenticAutoML`` with a sequence of N candidates
-reports N attempts unless it is given steps.
+``SearchSettings.ensemble``, and the stack when ``SearchSettings.stack`` too), not of the loop:
+``AgenticAutoML`` with a sequence of N candidates reports N attempts unless it is given steps.
 """
 
 from __future__ import annotations
@@ -10,20 +10,43 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from mlflow_agentic.core.types import AttemptRecord, SolutionCandidate, best_first
 from mlflow_agentic.engine.ensemble import MAX_MEMBERS, blend, select_ensemble
-from mlflow_agentic.engine.refit import ENSEMBLE
+from mlflow_agentic.engine.refit import ENSEMBLE, STACK
+from mlflow_agentic.engine.stacking import select_stack
+from mlflow_agentic.trainers.stacked import stack_features, stack_output
 
 if TYPE_CHECKING:
     from mlflow_agentic.core.observer import SearchContext
     from mlflow_agentic.engine.loop import AgenticAutoML
 
 
-class EnsembleStep:
-    """A greedy ensemble of the best verified attempts' out-of-fold predictions, its CV score
-    nested (weights never chosen on the fold they are scored on), verified like any attempt."""
+def combining_steps(settings) -> list:
+    """The steps ``settings`` ask for after the loop: the ensemble, then the stack (which only
+    comes with the ensemble: ``--no-ensemble`` means one model, served alone)."""
+    if not settings.ensemble:
+        return []
+    return [EnsembleStep(), StackStep()] if settings.stack else [EnsembleStep()]
+
+
+class CombiningStep:
+    """A candidate made of the best verified attempts' out-of-fold predictions, its CV score
+    nested (nothing chosen on the fold it is scored on), verified like any attempt. Subclasses
+    say how they combine (``choose``), what they record (``describe``) and what they predict
+    on the holdout from the members' predictions there (``combined``)."""
 
     name = ENSEMBLE
+
+    def choose(self, loop: AgenticAutoML, ctx: SearchContext, pool: list[AttemptRecord]):
+        raise NotImplementedError
+
+    def describe(self, choice, members: list[AttemptRecord]) -> SolutionCandidate:
+        raise NotImplementedError
+
+    def combined(self, choice, outputs: list, ctx: SearchContext):
+        raise NotImplementedError
 
     def __call__(self, loop: AgenticAutoML, ctx: SearchContext,
                  history: list[AttemptRecord]) -> AttemptRecord | None:
@@ -34,20 +57,11 @@ class EnsembleStep:
             if len(pool) < MAX_MEMBERS and loop.budget.refit_fits([*pool, a]):
                 pool.append(a)
         started = time.perf_counter()
-        y = ctx.dataset.y.to_numpy()
-        choice = select_ensemble([(a.index, loop.oof[a.index]) for a in pool], y,
-                                 loop.runner.folds.splits, ctx.metric, tuple(ctx.dataset.classes))
+        choice = self.choose(loop, ctx, pool)
         if choice is None:
             return None
         by_index = {a.index: a for a in history}
-        members = [by_index[i] for i in choice.members]
-        candidate = SolutionCandidate(
-            ENSEMBLE, {"members": list(choice.members),
-                       "weights": [round(w, 4) for w in choice.weights],
-                       "trainers": [m.candidate.trainer for m in members]},
-            "greedy ensemble selection over the out-of-fold predictions of attempts "
-            + ", ".join(f"{m.index} ({m.candidate.trainer}, weight {w:.2f})"
-                        for m, w in zip(members, choice.weights, strict=True)))
+        candidate = self.describe(choice, [by_index[i] for i in choice.members])
         index = len(history) + 1
         loop.observers.notify("on_attempt_start", index, candidate, "ensemble")
         verdict = loop.verifier.verify(choice.score, ctx.baseline_score,
@@ -63,6 +77,52 @@ class EnsembleStep:
         history.append(record)
         loop.observers.notify("on_attempt_end", record)
         if all(i in loop.extras for i in choice.members):
-            loop.observers.emit("on_attempt_predictions", record,
-                                blend([loop.extras[i] for i in choice.members], choice.weights))
+            loop.observers.emit("on_attempt_predictions", record, self.combined(
+                choice, [loop.extras[i] for i in choice.members], ctx))
         return record
+
+
+class EnsembleStep(CombiningStep):
+    """Greedy ensemble selection: the members' weighted average (``engine.ensemble``)."""
+
+    name = ENSEMBLE
+
+    def choose(self, loop, ctx, pool):
+        return select_ensemble([(a.index, loop.oof[a.index]) for a in pool],
+                               ctx.dataset.y.to_numpy(), loop.runner.folds.splits, ctx.metric,
+                               tuple(ctx.dataset.classes))
+
+    def describe(self, choice, members):
+        return SolutionCandidate(
+            ENSEMBLE, {"members": list(choice.members),
+                       "weights": [round(w, 4) for w in choice.weights],
+                       "trainers": [m.candidate.trainer for m in members]},
+            "greedy ensemble selection over the out-of-fold predictions of attempts "
+            + ", ".join(f"{m.index} ({m.candidate.trainer}, weight {w:.2f})"
+                        for m, w in zip(members, choice.weights, strict=True)))
+
+    def combined(self, choice, outputs, ctx):
+        return blend(outputs, choice.weights)
+
+
+class StackStep(CombiningStep):
+    """A linear stacker over the members' outputs (``engine.stacking``)."""
+
+    name = STACK
+
+    def choose(self, loop, ctx, pool):
+        return select_stack([(a.index, loop.oof[a.index]) for a in pool],
+                            ctx.dataset.y.to_numpy(), loop.runner.folds.splits, ctx.metric,
+                            tuple(ctx.dataset.classes), ctx.dataset.task, loop.settings.seed)
+
+    def describe(self, choice, members):
+        return SolutionCandidate(
+            STACK, {"members": list(choice.members), "coef": [list(r) for r in choice.coef],
+                    "intercept": list(choice.intercept),
+                    "trainers": [m.candidate.trainer for m in members]},
+            f"stacking: {choice.method} over the out-of-fold predictions of attempts "
+            + ", ".join(f"{m.index} ({m.candidate.trainer})" for m in members))
+
+    def combined(self, choice, outputs, ctx):
+        return stack_output(stack_features(outputs, ctx.dataset.task), np.asarray(choice.coef),
+                            np.asarray(choice.intercept), ctx.dataset.task)

@@ -11,7 +11,7 @@ from typing import Any
 from mlflow_agentic.core.settings import SearchSettings
 from mlflow_agentic.data.split import Holdout, seal_holdout
 from mlflow_agentic.engine import AgenticAutoML, EngineeringRun, SearchObserver
-from mlflow_agentic.engine.steps import EnsembleStep
+from mlflow_agentic.engine.steps import combining_steps
 from mlflow_agentic.frontdoor.briefing import Briefing, build_briefing
 from mlflow_agentic.proposers.base import CandidateProposer
 from mlflow_agentic.scoring import HoldoutReport, HoldoutScorer, score_on_holdout
@@ -187,7 +187,7 @@ def search_sealed(
                            verifier=verifier, observers=all_observers, briefing=briefing,
                            extra_X=task.holdout.dataset.X,  # features only: labels stay here
                            restored=restored, sandbox=sandbox,
-                           after_loop=[EnsembleStep()] if settings.ensemble else [],
+                           after_loop=combining_steps(settings),
                            loop_seconds=loop_seconds)
     run = automl.solve(briefing.dataset)
     try:

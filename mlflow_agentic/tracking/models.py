@@ -18,7 +18,7 @@ from mlflow.models import infer_signature
 
 from mlflow_agentic.core import evidence as ev
 from mlflow_agentic.tracking import serving
-from mlflow_agentic.trainers import transforms
+from mlflow_agentic.trainers import stacked, transforms
 
 BASE_REQUIREMENTS = ("mlflow", "scikit-learn", "cloudpickle", "pandas", "numpy", "scipy")
 DEFAULT_ALIAS = "challenger"
@@ -37,14 +37,14 @@ def pinned_requirements(extra: tuple[str, ...] = ()) -> list[str]:
 
 @contextlib.contextmanager
 def _pickle_by_value():
-    """Embed our two small modules (transformers, the served wrapper) in the pickle: the
-    model loads and serves without our package."""
-    for module in (transforms, serving):
+    """Embed our small modules (transformers, the stacked ensemble, the served wrapper) in the
+    pickle: the model loads and serves without our package."""
+    for module in (transforms, stacked, serving):
         cloudpickle.register_pickle_by_value(module)
     try:
         yield
     finally:
-        for module in (transforms, serving):
+        for module in (transforms, stacked, serving):
             cloudpickle.unregister_pickle_by_value(module)
 
 

@@ -81,9 +81,10 @@ def resolve_trainers(names: Iterable[str] | None, task: str) -> list[str]:
 
 
 def model_requirements(record) -> tuple[str, ...]:
-    """Distributions a logged model of this attempt needs: its trainer's, or for an ensemble
-    (params ``trainers``: the members' trainer names) every member's."""
-    names = record.params.get("trainers") if record.candidate.trainer == "ensemble" else None
+    """Distributions a logged model of this attempt needs: its trainer's, or for an ensemble or
+    a stack (params ``trainers``: the members' trainer names) every member's."""
+    combined = record.candidate.trainer in ("ensemble", "stack")  # engine.refit.COMBINERS
+    names = record.params.get("trainers") if combined else None
     names = names or [record.candidate.trainer]
     registry = trainer_registry()
     return tuple(dict.fromkeys(r for n in names if n in registry
