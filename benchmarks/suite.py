@@ -81,19 +81,19 @@ not of leakage detection, which ``mlflow-agentic bench traps`` measures). The ro
 modeldata sets follow time order (grants' row number alone scores 0.56 ROC AUC)."""
 SYSTEMS = ("mlflow-agentic", "flaml", "optuna-hgb", "default-hgb")
 ALL_SYSTEMS = (*SYSTEMS, "mlflow-agentic-defaults", "mlflow-agentic-no-lightgbm",
-               "mlflow-agentic-keep-flagged", "mlflow-agentic-no-stack", "autogluon",
+               "mlflow-agentic-keep-flagged", "mlflow-agentic-stack", "autogluon",
                "autogluon-best")
 AGENTIC = {"mlflow-agentic": "lodo", "mlflow-agentic-defaults": "defaults",
            "mlflow-agentic-no-lightgbm": "lodo", "mlflow-agentic-keep-flagged": "lodo",
-           "mlflow-agentic-no-stack": "lodo"}
+           "mlflow-agentic-stack": "lodo"}
 """mlflow-agentic's variants: its portfolio built without the dataset at hand
 (``benchmarks/results/portfolio/lodo-<dataset>.json``, made by ``benchmarks/portfolio.py``: no
 dataset is scored with a portfolio that saw it), or each trainer at its defaults (the start
 before the portfolio); or the first without LightGBM (what ``pip install mlflow-agentic`` without
 the ``[lightgbm]`` extra searches); or the first keeping the columns its leakage checks flag
 (``--keep-flagged-columns``: the peers' columns exactly, e.g. College's Accept, which tracks the
-target with Spearman 0.98 and which mlflow-agentic leaves out by default); or the first without
-the stacking layer (``--no-stack``: the greedy ensemble alone combines attempts)."""
+target with Spearman 0.98 and which mlflow-agentic leaves out by default); or the first with
+the stacking layer beside the greedy ensemble (``--stack``)."""
 NO_LIGHTGBM = "linear,random_forest,extra_trees,hist_gradient_boosting,xgboost"
 PORTFOLIOS = ROOT / "benchmarks" / "results" / "portfolio"
 CODE = subprocess.run(["git", "-C", str(ROOT), "describe", "--always", "--dirty"],
@@ -111,7 +111,7 @@ def agentic_options(system: str, dataset: str) -> tuple[str, ...]:
         lodo = Path("builtin")
     trainers = ("--trainers", NO_LIGHTGBM) if system.endswith("no-lightgbm") else ()
     flagged = ("--keep-flagged-columns",) if system.endswith("keep-flagged") else ()
-    stack = ("--no-stack",) if system.endswith("no-stack") else ()
+    stack = ("--stack",) if system.endswith("-stack") else ()
     return ("--portfolio", str(lodo), *trainers, *flagged, *stack)
 
 

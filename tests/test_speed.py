@@ -286,7 +286,7 @@ def test_an_ensemble_wins_is_registered_and_loads_without_mlflow_agentic(trackin
     tracker = MlflowTracker(register_name="blend")
     result = run_search(churn_small, lambda: SequenceProposer(
         ["linear", "hist_gradient_boosting", "xgboost", "random_forest"]), cv=3, patience=5,
-        tracker=tracker, stack=False)  # the stack has its own: tests/test_stacking.py
+        tracker=tracker)
     ensemble = [a for a in result.run.attempts if a.phase == "ensemble"]
     assert len(ensemble) == 1 and ensemble[0].verdict.valid
     assert set(ensemble[0].params["members"]) <= {1, 2, 3, 4}

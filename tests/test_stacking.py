@@ -136,7 +136,8 @@ def test_a_winning_stack_is_registered_and_serves_without_mlflow_agentic(trackin
     tracker = MlflowTracker(register_name="stacked")
     result = run_search(dataset, lambda: SequenceProposer([  # two ridges shrunk hard
         SolutionCandidate("linear", {"alpha": 1000.0}),
-        SolutionCandidate("linear", {"alpha": 300.0})]), cv=3, patience=5, tracker=tracker)
+        SolutionCandidate("linear", {"alpha": 300.0})]), cv=3, patience=5, tracker=tracker,
+        stack=True)
     best = result.run.best_attempt
     assert best.candidate.trainer == STACK, "precondition: the stack undoes the shrinkage"
     scores = result.holdout.scores
