@@ -163,6 +163,8 @@ def peer_autogluon(args, presets: str) -> dict:
     from autogluon.tabular import TabularPredictor
 
     train, holdout = pd.read_pickle(args.train), pd.read_pickle(args.holdout)
+    if presets == "best_quality":  # its dynamic stacking cannot index Arrow-backed columns
+        train, holdout = _numpy_backed(train), _numpy_backed(holdout)
     metric = {"rmse": "root_mean_squared_error"}.get(args.metric, args.metric)
     predictor = TabularPredictor(label=args.target, eval_metric=metric, verbosity=0,
                                  path=tempfile.mkdtemp(prefix="ag-"))  # in the suite's folder
@@ -180,6 +182,20 @@ def peer_autogluon(args, presets: str) -> dict:
 
     return {"score": peers._score(args.metric, y, Wrapped(), X),
             "model": predictor.model_best, "trials": len(predictor.model_names())}
+
+
+def _numpy_backed(frame):
+    """``frame`` with Arrow-backed columns as NumPy ones (text as object), as a CSV reads."""
+    import pandas as pd
+
+    out = frame.copy()
+    for column in out.columns:
+        dtype = out[column].dtype
+        if isinstance(dtype, pd.ArrowDtype) or getattr(dtype, "storage", None) == "pyarrow":
+            numeric = pd.api.types.is_numeric_dtype(dtype)
+            out[column] = out[column].to_numpy(dtype=float if numeric else object,
+                                               na_value=float("nan") if numeric else None)
+    return out
 
 
 # ---- results ------------------------------------------------------------------------------------
