@@ -3,6 +3,8 @@ deliberately broken trainer installed through the real entry-point group."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -202,3 +204,17 @@ def promote_cli(uri: str, model: str, *args: str):
                                          *args], catch_exceptions=False)
     finally:
         mlflow.set_tracking_uri(previous)
+
+
+def predicted_without_package(tracking_uri: str, model_uri: str, X: pd.DataFrame) -> list:
+    """What ``model_uri`` predicts on ``X`` in a fresh Python where mlflow_agentic cannot be
+    imported: a registered model must load and serve without our package."""
+    script = ("import sys, io; sys.modules['mlflow_agentic'] = None\n"  # not importable
+              "import mlflow, pandas as pd\n"
+              f"m = mlflow.pyfunc.load_model({model_uri!r})\n"
+              "print(list(m.predict(pd.read_csv(io.StringIO(sys.stdin.read())))))")
+    proc = subprocess.run([sys.executable, "-c", script], input=X.to_csv(index=False),
+                          capture_output=True, text=True, timeout=180, cwd=ROOT.parent,
+                          env={**os.environ, "MLFLOW_TRACKING_URI": tracking_uri})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return eval(proc.stdout.strip().splitlines()[-1])  # noqa: S307 - our own output

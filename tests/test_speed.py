@@ -31,7 +31,7 @@ from mlflow_agentic.engine.parallel import (
     single_threaded,
 )
 from mlflow_agentic.trainers import get_trainer, register_trainer, trainer_registry
-from tests.conftest import ROOT, scripted_frame
+from tests.conftest import predicted_without_package, scripted_frame
 from tests.scripted import SCRIPTED, q
 
 
@@ -295,17 +295,9 @@ def test_an_ensemble_wins_is_registered_and_loads_without_mlflow_agentic(trackin
     assert child.data.tags["trainer"] == "ensemble" and "holdout_roc_auc" in child.data.metrics
     mv = mlflow.MlflowClient().get_model_version_by_alias("blend", "challenger")
     assert mv.tags["trainer"] == "ensemble"
-    rows = churn_small.X.head(20).to_csv(index=False)
-    script = ("import sys, io; sys.modules['mlflow_agentic'] = None\n"  # not importable
-              "import mlflow, pandas as pd\n"
-              "m = mlflow.pyfunc.load_model('models:/blend@challenger')\n"
-              "print(list(m.predict(pd.read_csv(io.StringIO(sys.stdin.read())))))")
-    proc = subprocess.run([sys.executable, "-c", script], input=rows, capture_output=True,
-                          text=True, timeout=180, cwd=ROOT.parent,
-                          env={**os.environ, "MLFLOW_TRACKING_URI": tracking_uri})
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    served = eval(proc.stdout.strip().splitlines()[-1])  # noqa: S307 - our own output
-    assert served == list(result.run.model.predict(churn_small.X.head(20)))
+    rows = churn_small.X.head(20)
+    served = predicted_without_package(tracking_uri, "models:/blend@challenger", rows)
+    assert served == list(result.run.model.predict(rows))
 
 
 # ---- the time budget ---------------------------------------------------------------------------

@@ -4,10 +4,6 @@ what was scored, and a stack that wins is registered and serves without mlflow-a
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import mlflow
 import numpy as np
 import pandas as pd
@@ -23,7 +19,7 @@ from mlflow_agentic.engine.ensemble import select_ensemble
 from mlflow_agentic.engine.refit import STACK, bagged
 from mlflow_agentic.engine.stacking import fit_stacker, select_stack
 from mlflow_agentic.trainers.stacked import StackedEnsemble, stack_features, stack_output
-from tests.conftest import ROOT
+from tests.conftest import predicted_without_package
 
 CLASSES = ("N", "Y")
 
@@ -145,14 +141,6 @@ def test_a_winning_stack_is_registered_and_serves_without_mlflow_agentic(trackin
                                                    for i in best.params["members"])
     child = mlflow.MlflowClient().get_run(tracker.child_run_ids[best.index])
     assert child.data.tags["trainer"] == STACK and "holdout_rmse" in child.data.metrics
-    rows = dataset.X.head(20).to_csv(index=False)
-    script = ("import sys, io; sys.modules['mlflow_agentic'] = None\n"  # not importable
-              "import mlflow, pandas as pd\n"
-              "m = mlflow.pyfunc.load_model('models:/stacked@challenger')\n"
-              "print(list(m.predict(pd.read_csv(io.StringIO(sys.stdin.read())))))")
-    proc = subprocess.run([sys.executable, "-c", script], input=rows, capture_output=True,
-                          text=True, timeout=180, cwd=ROOT.parent,
-                          env={**os.environ, "MLFLOW_TRACKING_URI": tracking_uri})
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    served = eval(proc.stdout.strip().splitlines()[-1])  # noqa: S307 - our own output
-    np.testing.assert_allclose(served, result.run.model.predict(dataset.X.head(20)))
+    rows = dataset.X.head(20)
+    served = predicted_without_package(tracking_uri, "models:/stacked@challenger", rows)
+    np.testing.assert_allclose(served, result.run.model.predict(rows))

@@ -21,13 +21,11 @@ MAX_MEMBERS = 8
 """Candidates considered: the best verified attempts by CV score (as auto-sklearn's n_best)."""
 
 
-@dataclass(frozen=True)
-class EnsembleChoice:
-    members: tuple[int, ...]
-    """Attempt indices with a non-zero weight."""
-    weights: tuple[float, ...]
+class NestedScore:
+    """The CV score of a combination (``fold_scores``: each fold scored with what was chosen
+    without its rows) and its spread, as an attempt records them."""
+
     fold_scores: tuple[float, ...]
-    """Nested CV: each fold scored with weights chosen without its rows."""
 
     @property
     def score(self) -> float:
@@ -36,6 +34,15 @@ class EnsembleChoice:
     @property
     def std(self) -> float:
         return float(np.std(self.fold_scores))
+
+
+@dataclass(frozen=True)
+class EnsembleChoice(NestedScore):
+    members: tuple[int, ...]
+    """Attempt indices with a non-zero weight."""
+    weights: tuple[float, ...]
+    fold_scores: tuple[float, ...]
+    """Nested CV: each fold scored with weights chosen without its rows."""
 
 
 def blend(outputs: Sequence[np.ndarray], weights: Sequence[float]) -> np.ndarray:

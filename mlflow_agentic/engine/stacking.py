@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mlflow_agentic.core.metrics import Metric
+from mlflow_agentic.engine.ensemble import NestedScore
 from mlflow_agentic.engine.folds import score_output
 from mlflow_agentic.trainers.stacked import stack_features, stack_output
 
@@ -26,23 +27,16 @@ C = 1.0
 
 
 @dataclass(frozen=True)
-class StackChoice:
+class StackChoice(NestedScore):
     members: tuple[int, ...]
     """Attempt indices the stacker reads (regression: those with a non-zero coefficient)."""
     coef: tuple[tuple[float, ...], ...]
     """One row per output column the stacker makes (binary and regression: one)."""
     intercept: tuple[float, ...]
     fold_scores: tuple[float, ...]
+    """Nested CV: each fold scored with a stacker fitted without its rows."""
     method: str
     """What the stacker is, for the attempt's description."""
-
-    @property
-    def score(self) -> float:
-        return float(np.mean(self.fold_scores))
-
-    @property
-    def std(self) -> float:
-        return float(np.std(self.fold_scores))
 
 
 def fit_stacker(features: np.ndarray, y: np.ndarray, task: str, n_classes: int,
@@ -79,14 +73,13 @@ def select_stack(candidates: Sequence[tuple[int, np.ndarray]], y, splits, metric
         target = np.array([position[v] for v in y.tolist()])
     features = stack_features([o for _, o in candidates], task)
     all_rows = np.arange(len(y))
-    fold_scores = []
-    for _, test in splits:
-        train_rows = np.setdiff1d(all_rows, test)
-        fitted = fit_stacker(features[train_rows], target[train_rows], task, len(classes), seed)
-        if fitted is None:
-            return None
-        fold_scores.append(score_output(metric, y[test],
-                                        stack_output(features[test], *fitted, task), classes))
+    tests = [test for _, test in splits]
+    stackers = [fit_stacker(features[rows], target[rows], task, len(classes), seed)
+                for rows in (np.setdiff1d(all_rows, test) for test in tests)]
+    if any(fitted is None for fitted in stackers):  # before scoring any fold
+        return None
+    fold_scores = [score_output(metric, y[test], stack_output(features[test], *fitted, task),
+                                classes) for test, fitted in zip(tests, stackers, strict=True)]
     fitted = fit_stacker(features, target, task, len(classes), seed)
     if fitted is None:
         return None

@@ -37,8 +37,6 @@ class CombiningStep:
     say how they combine (``choose``), what they record (``describe``) and what they predict
     on the holdout from the members' predictions there (``combined``)."""
 
-    name = ENSEMBLE
-
     def choose(self, loop: AgenticAutoML, ctx: SearchContext, pool: list[AttemptRecord]):
         raise NotImplementedError
 

@@ -60,13 +60,6 @@ class StackedEnsemble(WeightedEnsemble):
         self.classes = classes
         self.task = task
 
-    @property
-    def weights(self):  # how much each member counts, for a reader: its coefficients' size
-        coef = np.atleast_2d(np.asarray(self.coef, dtype=float))
-        width = coef.shape[1] // len(self.estimators)
-        return [float(np.abs(coef[:, j * width:(j + 1) * width]).sum())
-                for j in range(len(self.estimators))]
-
     def _outputs(self, X) -> list[np.ndarray]:
         if self.task == "regression":
             return [np.asarray(m.predict(X), dtype=float) for m in self.estimators]
