@@ -81,11 +81,13 @@ not of leakage detection, which ``mlflow-agentic bench traps`` measures). The ro
 modeldata sets follow time order (grants' row number alone scores 0.56 ROC AUC)."""
 SYSTEMS = ("mlflow-agentic", "flaml", "optuna-hgb", "default-hgb")
 ALL_SYSTEMS = (*SYSTEMS, "mlflow-agentic-defaults", "mlflow-agentic-no-lightgbm",
-               "mlflow-agentic-keep-flagged", "mlflow-agentic-stack", "autogluon",
+               "mlflow-agentic-keep-flagged", "mlflow-agentic-stack", "mlflow-agentic-bag",
+               "mlflow-agentic-bag-stack", "autogluon",
                "autogluon-best")
 AGENTIC = {"mlflow-agentic": "lodo", "mlflow-agentic-defaults": "defaults",
            "mlflow-agentic-no-lightgbm": "lodo", "mlflow-agentic-keep-flagged": "lodo",
-           "mlflow-agentic-stack": "lodo"}
+           "mlflow-agentic-stack": "lodo", "mlflow-agentic-bag": "lodo",
+           "mlflow-agentic-bag-stack": "lodo"}
 """mlflow-agentic's variants: its portfolio built without the dataset at hand
 (``benchmarks/results/portfolio/lodo-<dataset>.json``, made by ``benchmarks/portfolio.py``: no
 dataset is scored with a portfolio that saw it), or each trainer at its defaults (the start
@@ -93,7 +95,8 @@ before the portfolio); or the first without LightGBM (what ``pip install mlflow-
 the ``[lightgbm]`` extra searches); or the first keeping the columns its leakage checks flag
 (``--keep-flagged-columns``: the peers' columns exactly, e.g. College's Accept, which tracks the
 target with Spearman 0.98 and which mlflow-agentic leaves out by default); or the first with
-the stacking layer beside the greedy ensemble (``--stack``)."""
+the stacking layer beside the greedy ensemble (``--stack``); or the first serving the average of
+its fold models instead of a refit (``--bag``), alone or with the stacking layer over them."""
 NO_LIGHTGBM = "linear,random_forest,extra_trees,hist_gradient_boosting,xgboost"
 PORTFOLIOS = ROOT / "benchmarks" / "results" / "portfolio"
 CODE = subprocess.run(["git", "-C", str(ROOT), "describe", "--always", "--dirty"],
@@ -112,7 +115,8 @@ def agentic_options(system: str, dataset: str) -> tuple[str, ...]:
     trainers = ("--trainers", NO_LIGHTGBM) if system.endswith("no-lightgbm") else ()
     flagged = ("--keep-flagged-columns",) if system.endswith("keep-flagged") else ()
     stack = ("--stack",) if system.endswith("-stack") else ()
-    return ("--portfolio", str(lodo), *trainers, *flagged, *stack)
+    bag = ("--bag",) if "-bag" in system else ()
+    return ("--portfolio", str(lodo), *trainers, *flagged, *stack, *bag)
 
 
 def materialise(name: str, work: Path) -> Path:

@@ -77,3 +77,15 @@ def test_a_late_refit_serves_the_bag_and_it_is_logged_and_served(churn_small, tr
     served = mlflow.pyfunc.load_model(tracker.model_uri)
     rows = churn_small.X.iloc[:20]
     assert list(served.predict(rows)) == list(run.model.predict(rows))
+
+
+def test_bag_setting_serves_the_fold_average_when_a_refit_would_fit(churn_small):
+    automl = AgenticAutoML(SequenceProposer([HGB, linear(1.0)]), cv=3, n_jobs=2, bag=True,
+                           trainers=["hist_gradient_boosting", "linear"], ensemble=False)
+    run = automl.solve(churn_small)  # no time budget: a refit always fits
+    assert run.bagged and run.refit_seconds == 0.0
+    assert isinstance(run.model, WeightedEnsemble) and len(run.model.estimators) == 3
+    assert "served as the average of its fold models (bag)" in run.selection_note
+    fold_mean = bagged(run.best_attempt, run.attempts, automl.runner.folds, churn_small)
+    rows = churn_small.X.iloc[:30]
+    np.testing.assert_allclose(run.model.predict_proba(rows), fold_mean.predict_proba(rows))

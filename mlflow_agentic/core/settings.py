@@ -99,6 +99,9 @@ class SearchSettings:
     stack: bool = setting(False, "Also try a stacking layer (a linear model over the best "
                           "attempts' out-of-fold predictions) beside the ensemble. Off by "
                           "default: on the benchmark suite it lost more often than it won.")
+    bag: bool = setting(False, "Serve the selected attempt as the average of the models its "
+                        "CV folds fitted (no refit on all rows) whenever they were kept and "
+                        "fit the time left.")
     margin: float = setting(0.01, "How much a candidate must beat the trivial baseline by.")
     selection: str = setting(
         "best", "Which verified attempt is registered: the top CV score (best), or the "

@@ -203,8 +203,9 @@ class AgenticAutoML:
             best, note = submitted(self.proposer, history, top)
             selection = "submitter"
         elif s.refit and best is not None:
-            best, note, model = affordable(best, history, self.budget.refit_fits, lambda r: bagged(
-                r, history, self.runner.folds, ctx.dataset))
+            best, note, model = affordable(
+                best, history, self.budget.refit_fits,
+                lambda r: bagged(r, history, self.runner.folds, ctx.dataset), prefer_bag=s.bag)
         bag = model is not None  # the fold models' average, already fitted: no refit
         if s.refit and not bag:
             model, refit_seconds, best = refit(

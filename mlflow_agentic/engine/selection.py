@@ -64,14 +64,20 @@ def select(history: Sequence[AttemptRecord], top: AttemptRecord | None, rule: st
 
 def affordable(best: AttemptRecord, history: Sequence[AttemptRecord],
                fits: Callable[..., bool],
-               bag: Callable[[AttemptRecord], object] | None = None
-               ) -> tuple[AttemptRecord, str, object]:
+               bag: Callable[[AttemptRecord], object] | None = None,
+               prefer_bag: bool = False) -> tuple[AttemptRecord, str, object]:
     """``(record, why, model)``: ``best`` to refit; or, when its refit would not fit the time
     left (``fits(members)`` of the attempts it refits: an ensemble's members), ``best`` served
     as the average of its fold models (``bag(best)``: already fitted, no refit, when
     ``fits(members, bag=True)``: k fold models log k times the bytes), or when those are not
-    kept or too big, the best verified attempt whose refit does fit."""
+    kept or too big, the best verified attempt whose refit does fit. ``prefer_bag``: the
+    average of the fold models first, whenever they were kept and fit; a refit otherwise."""
     members = refit_members(best, history)
+    if prefer_bag and bag is not None and fits(members, bag=True):
+        model = bag(best)
+        if model is not None:
+            return best, (f"attempt {best.index} is served as the average of its fold models "
+                          "(bag)"), model
     if fits(members):
         return best, "", None
     model = bag(best) if bag is not None and fits(members, bag=True) else None
