@@ -116,3 +116,24 @@ def test_with_bag_the_deadline_keeps_back_reading_the_fold_models_not_a_refit():
     # where the fold models were not kept, a bag is impossible: the refit is kept back
     bag.note_refit_cost(attempt(0.9), fit_seconds=50.0, n_folds=5, preprocess_seconds=0.0)
     assert bag.refit_estimate == pytest.approx(10.0 * 1.3)
+
+
+def test_a_budget_spent_before_the_loop_starts_no_attempt_and_says_so(churn_small,
+                                                                      tracking_uri):
+    import time
+
+    from mlflow_agentic import SequenceProposer
+    from mlflow_agentic.core.types import StopKind
+    from mlflow_agentic.frontdoor.orchestrator import loop_budget, run_search
+    from mlflow_agentic.tracking import MlflowTracker
+
+    now = time.perf_counter()
+    assert loop_budget(3.0, now, tracked=True) == 0.0  # 4 s + 3% are kept back for recording
+    assert loop_budget(3.0, now, tracked=False) > 2.0
+    assert loop_budget(30.0, now - 24.5, tracked=True) == 0.0  # under a second would be left
+    tracker = MlflowTracker(register="never")
+    result = run_search(churn_small, lambda: SequenceProposer([SolutionCandidate("linear", {})]),
+                        cv=3, n_jobs=1, time_budget=3.0, tracker=tracker)
+    run = result.run
+    assert run.attempts == [] and run.model is None and run.stop.kind is StopKind.TIME
+    assert "before the search" in run.stop.detail and "--time-budget" in run.stop.detail

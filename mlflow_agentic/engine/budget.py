@@ -136,6 +136,10 @@ class LoopBudget:
         if s.max_attempts is not None and n_attempts >= s.max_attempts:
             return StopReason(StopKind.ATTEMPTS, f"attempt budget spent: {n_attempts} of "
                               f"{s.max_attempts} attempts")
+        if self.seconds is not None and self.seconds <= 0:
+            return StopReason(StopKind.TIME, f"time budget spent before the search: loading, "
+                              f"sealing and the recording after it need the whole "
+                              f"{s.time_budget or 0:g}s; give a larger --time-budget")
         deadline = self.deadline()
         if deadline is not None and time.perf_counter() >= deadline:
             return StopReason(StopKind.TIME, f"time budget spent: {self.elapsed():.1f}s of "
