@@ -54,6 +54,11 @@ def test_only_the_best_attempts_keep_their_fold_models(churn_small):
     assert kept == {a.index for a in ranked[:BAG_KEEP]}
     worst = ranked[-1]
     assert bagged(worst, run.attempts, folds, churn_small) is None  # forgotten: refit instead
+    # two kept attempts of one style share each fold's preprocessing: pickled once, not twice
+    first, second = (folds.fold_pipelines(a.index, "scaled") for a in ranked[:2])
+    for k in range(folds.n_splits):
+        assert first[k][:-1].steps[0][1] is second[k][:-1].steps[0][1]
+        assert first[k][-1] is not second[k][-1]
 
 
 def test_a_late_refit_serves_the_bag_and_it_is_logged_and_served(churn_small, tracking_uri,

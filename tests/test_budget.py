@@ -102,22 +102,6 @@ def test_a_bag_too_big_to_log_in_time_is_not_served_a_cheaper_refit_is():
     assert chosen is forest and model == "bag" and "average of its fold models" in note
 
 
-def test_with_bag_the_deadline_keeps_back_reading_the_fold_models_not_a_refit():
-    from mlflow_agentic.engine.budget import SHIP_SECONDS_PER_MB
-
-    refit, bag = budget(after_loop=False), LoopBudget(
-        SearchSettings(time_budget=60, bag=True), {}, after_loop=False)
-    bag.start()
-    for b in (refit, bag):
-        b.note_refit_cost(attempt(0.8), fit_seconds=50.0, n_folds=5, preprocess_seconds=0.0,
-                          model_mb=2.0)
-    assert refit.refit_estimate == pytest.approx(10.0 * 1.3 + SHIP_SECONDS_PER_MB * 2.5)
-    assert bag.refit_estimate == pytest.approx(SHIP_SECONDS_PER_MB * 5 * 2.0)  # 5 read back
-    # where the fold models were not kept, a bag is impossible: the refit is kept back
-    bag.note_refit_cost(attempt(0.9), fit_seconds=50.0, n_folds=5, preprocess_seconds=0.0)
-    assert bag.refit_estimate == pytest.approx(10.0 * 1.3)
-
-
 def test_a_budget_spent_before_the_loop_starts_no_attempt_and_says_so(churn_small,
                                                                       tracking_uri):
     import time

@@ -93,6 +93,8 @@ class FoldData:
         self.extra_X = extra_X
         self.y = dataset.y.to_numpy()
         self._cache: dict[str, list[FoldMatrices]] = {}
+        self._steps: dict[str, object] = {}
+        """Fold preprocessing read back for bagging (``{style}-{k}`` -> fitted steps)."""
         self._lock = threading.Lock()
         self.preprocess_seconds = 0.0
 
@@ -116,15 +118,23 @@ class FoldData:
 
     def fold_pipelines(self, index: int, style: str) -> list[Pipeline] | None:
         """Attempt ``index``'s fold models, each behind the preprocessing fitted on its fold's
-        rows: what the average of the fold models serves. None when any is not kept."""
+        rows: what the average of the fold models serves. None when any is not kept. Attempts
+        of one style share each fold's preprocessing object: a bagged ensemble pickles it once
+        per fold, not once per member."""
         pipelines = []
         for k in range(self.n_splits):
-            steps = disk.load(disk.steps_file(self.spill_to, f"{style}-{k}"))
+            steps = self._fold_steps(style, k)
             model = disk.load(self.model_file(index, k))
             if steps is None or model is None:
                 return None
             pipelines.append(Pipeline([*steps.steps, ("model", model)]))
         return pipelines
+
+    def _fold_steps(self, style: str, k: int):
+        key = f"{style}-{k}"
+        if self._steps.get(key) is None:
+            self._steps[key] = disk.load(disk.steps_file(self.spill_to, key))
+        return self._steps[key]
 
     def keep_models_of(self, indices: set[int], upto: int) -> None:
         """Of the attempts up to ``upto``, only these keep their fold models on disk."""
