@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -19,6 +20,22 @@ from mlflow_agentic.trainers import trainer_registry
 
 ROOT = Path(__file__).resolve().parents[1]
 CHURN = ROOT / "examples" / "churn.csv"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def private_tempdir(tmp_path_factory):
+    """Temporary files of the code under test and of its child processes (MLflow's artifact
+    copies, sandbox folders, spills) go under pytest's own tree, which pytest prunes, so a
+    test run leaves nothing in /tmp."""
+    folder = str(tmp_path_factory.mktemp("tempfile"))
+    previous = os.environ.get("TMPDIR")
+    os.environ["TMPDIR"], tempfile.tempdir = folder, folder
+    yield folder
+    tempfile.tempdir = None
+    if previous is None:
+        os.environ.pop("TMPDIR", None)
+    else:
+        os.environ["TMPDIR"] = previous
 
 
 @pytest.fixture(scope="session")

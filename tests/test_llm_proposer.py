@@ -252,12 +252,10 @@ def test_replay_proposes_the_same_candidates_without_network(tracking_uri, churn
         [("status", 500)] * 5)
     server.close()  # no network from here on
     from mlflow_agentic.frontdoor.orchestrator import run_search
-    from mlflow_agentic.llm.replay import read_exchanges
     from mlflow_agentic.proposers.llm import LLMProposer as Proposer
-    from mlflow_agentic.tracking.models import download_run_artifact
+    from mlflow_agentic.tracking.models import load_llm_recording
 
-    recording = read_exchanges(download_run_artifact(tracker.parent_run_id,
-                                                     "llm_exchanges.jsonl"))
+    recording = load_llm_recording(tracker.parent_run_id)
     again = run_search(churn_small, lambda: Proposer.replay(recording), max_iterations=3,
                        patience=5, cv=3, trainers=TRAINERS, ensemble=False)
     seq = [(a.candidate.trainer, dict(a.params)) for a in first.run.attempts]

@@ -283,13 +283,9 @@ def _better_holder(client, name: str, alias: str, tags: dict[str, Any]):
     return None
 
 
-def download_run_artifact(run_id: str, artifact_path: str) -> str:
-    """A local copy of one artifact of a run (for ``--replay RUN_ID``)."""
-    return mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path=artifact_path)
-
-
 def load_llm_recording(source: str) -> list[dict]:
     """Recorded LLM exchanges from a JSONL path, or from an MLflow run's artifact."""
+    import tempfile
     from pathlib import Path
 
     from mlflow.exceptions import MlflowException
@@ -300,7 +296,9 @@ def load_llm_recording(source: str) -> list[dict]:
     if Path(source).exists():
         return read_exchanges(source)
     try:
-        return read_exchanges(download_run_artifact(source, EXCHANGES_ARTIFACT))
+        with tempfile.TemporaryDirectory(prefix="mlflow-agentic-replay-") as tmp:
+            return read_exchanges(mlflow.artifacts.download_artifacts(
+                run_id=source, artifact_path=EXCHANGES_ARTIFACT, dst_path=tmp))
     except (MlflowException, OSError) as exc:
         raise UserInputError(f"--replay {source!r} is neither a file nor a run with an "
                              f"{EXCHANGES_ARTIFACT} artifact: {exc}") from exc

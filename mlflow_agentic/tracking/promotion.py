@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import os
+import tempfile
 import time
 from dataclasses import dataclass
 
@@ -68,10 +69,7 @@ def promote(model: str, *, from_alias: str = "challenger", to_alias: str = "cham
         if not dry_run:
             _record(client, outcome, math.nan)
         return outcome
-    frame_source, path = _evaluation_data(tags, data)
-    from mlflow_agentic.data import Dataset
-
-    dataset = Dataset.from_path(path, tags.get(ev.TARGET) or None)
+    frame_source, dataset = _evaluation_data(tags, data)
     task = tags.get(ev.TASK) or dataset.task
     model_type = "regressor" if task == "regression" else "classifier"
     metric = tags.get(ev.METRIC) or None
@@ -164,21 +162,26 @@ def _version_by_alias(client, model: str, alias: str, *, required: bool):
                              f"one with mlflow-agentic run, or pass --from ALIAS") from exc
 
 
-def _evaluation_data(tags: dict, data: str | None) -> tuple[str, str]:
-    """(description, local path) of the rows both models are scored on."""
+def _evaluation_data(tags: dict, data: str | None):
+    """(description, ``Dataset``) of the rows both models are scored on: ``data``, or the
+    search's recorded holdout (read from a copy removed straight after)."""
+    from mlflow_agentic.data import Dataset
+
+    target = tags.get(ev.TARGET) or None
     if data:
-        return f"file {data}", data
+        return f"file {data}", Dataset.from_path(data, target)
     run_id = tags.get(ev.SEARCH_RUN_ID)
     if not run_id:
         raise UserInputError("this version records no search run (no search_run_id tag), so "
                              "there is no recorded holdout to evaluate on: pass --data PATH")
-    try:
-        path = mlflow.artifacts.download_artifacts(run_id=run_id,
-                                                   artifact_path=HOLDOUT_ARTIFACT)
-    except (MlflowException, OSError) as exc:
-        raise UserInputError(f"search run {run_id} has no {HOLDOUT_ARTIFACT}: pass --data "
-                             f"PATH ({exc})") from exc
-    return f"holdout of search run {run_id}", path
+    with tempfile.TemporaryDirectory(prefix="mlflow-agentic-holdout-") as tmp:
+        try:
+            path = mlflow.artifacts.download_artifacts(run_id=run_id, dst_path=tmp,
+                                                       artifact_path=HOLDOUT_ARTIFACT)
+        except (MlflowException, OSError) as exc:
+            raise UserInputError(f"search run {run_id} has no {HOLDOUT_ARTIFACT}: pass --data "
+                                 f"PATH ({exc})") from exc
+        return f"holdout of search run {run_id}", Dataset.from_path(path, target)
 
 
 def _score(model: str, mv, dataset, model_type: str, metric: str | None) -> Scored:

@@ -6,6 +6,7 @@ container: its code never runs here."""
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 
 import mlflow
@@ -51,11 +52,13 @@ def _generated_outputs(model: str, version, X: pd.DataFrame, model_type: str) ->
     from mlflow_agentic.sandbox import make_sandbox
     from mlflow_agentic.sandbox.model import SandboxedModel
 
-    folder = Path(mlflow.artifacts.download_artifacts(f"models:/{model}/{version}")) / "artifacts"
-    meta = json.loads((folder / "meta.json").read_text())
-    inputs = cloudpickle.loads((folder / "inputs.pkl").read_bytes())  # the engine's own step
-    sandboxed = SandboxedModel(make_sandbox(), (folder / "candidate.py").read_text(),
-                               (folder / "model.pkl").read_bytes(), inputs, meta["task"],
+    with tempfile.TemporaryDirectory(prefix="mlflow-agentic-version-") as tmp:
+        folder = Path(mlflow.artifacts.download_artifacts(f"models:/{model}/{version}",
+                                                          dst_path=tmp)) / "artifacts"
+        meta = json.loads((folder / "meta.json").read_text())
+        inputs = cloudpickle.loads((folder / "inputs.pkl").read_bytes())  # the engine's step
+        code, pickled = (folder / "candidate.py").read_text(), (folder / "model.pkl").read_bytes()
+    sandboxed = SandboxedModel(make_sandbox(), code, pickled, inputs, meta["task"],
                                tuple(meta["classes"]))
     return fitted_outputs(sandboxed, X, model_type)
 
