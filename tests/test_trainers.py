@@ -85,7 +85,7 @@ def test_trainer_selection_is_checked():
 def test_boosters_split_on_categories_not_on_their_codes_order(name):
     """A category's effect that no order of its codes makes monotone: a booster told the codes
     are categories finds it in a few splits; on codes alone it needs many. High-cardinality
-    columns (over 254 levels) stay codes."""
+    columns (over 254 levels) are target encoded, after the category columns."""
     rng = np.random.default_rng(0)
     n = 3000
     levels = [f"c{i:02d}" for i in range(40)]
@@ -97,11 +97,11 @@ def test_boosters_split_on_categories_not_on_their_codes_order(name):
     test = df.iloc[2000:]
     rounds = {"max_iter": 3} if name == "hist_gradient_boosting" else {"n_estimators": 3}
     pipe = get_trainer(name).pipeline(ds, {"learning_rate": 0.3, **rounds})
-    names = list(pipe[:-1].fit(ds.X).get_feature_names_out())
+    names = list(pipe[:-1].fit(ds.X, ds.y).get_feature_names_out())
     model = pipe.named_steps["model"]
     marked = (model.categorical_features if name == "hist_gradient_boosting"
               else list(model.categorical))
-    assert "id_like" in names and [names[i] for i in marked] == ["city"]  # 400 levels: codes
+    assert names[-1] == "id_like" and [names[i] for i in marked] == ["city"]  # 400 levels
 
     def rmse(pipeline) -> float:
         predicted = pipeline.fit(ds.X, ds.y).predict(test.drop(columns="target"))
@@ -112,3 +112,54 @@ def test_boosters_split_on_categories_not_on_their_codes_order(name):
         {"categorical_features": None} if name == "hist_gradient_boosting"
         else {"categorical": None}))
     assert rmse(pipe) < 0.85 * rmse(codes)
+
+
+def sponsored(n: int, levels: int, seed: int, signal: bool = True) -> pd.DataFrame:
+    """A binary label carried by a ``sponsor`` column of many levels (each level's positive
+    rate 15% or 85%; with ``signal`` False, the label is a coin flip), and a noise column."""
+    rng = np.random.default_rng(seed)
+    names = [f"s{i:03d}" for i in range(levels)]
+    rate = dict(zip(names, rng.choice([0.15, 0.85], levels), strict=True))
+    sponsor = rng.choice(names, n)
+    p = np.array([rate[s] for s in sponsor]) if signal else np.full(n, 0.5)
+    return pd.DataFrame({"sponsor": sponsor, "noise": rng.normal(size=n),
+                         "target": np.where(rng.random(n) < p, "yes", "no")})
+
+
+def test_columns_with_more_levels_than_one_hot_takes_are_target_encoded(monkeypatch):
+    """60 levels that carry the label: one-hot keeps 19 of them and lumps the rest, so a
+    linear model sees little of it; the target encoding gives it every level."""
+    from sklearn.metrics import roc_auc_score
+
+    from mlflow_agentic.trainers import preprocessing
+
+    df = sponsored(1600, 60, seed=1)
+    ds = Dataset.from_frame(df.iloc[:1000], target="target")
+    test = df.iloc[1000:]
+
+    def auc() -> float:
+        pipe = get_trainer("linear").pipeline(ds).fit(ds.X, ds.y)
+        return roc_auc_score(test["target"] == "yes",
+                             pipe.predict_proba(test.drop(columns="target"))[:, 1])
+
+    encoded = auc()
+    monkeypatch.setattr(preprocessing, "levelled",
+                        lambda dataset, style: (dataset.columns_of("categorical"), []))
+    assert encoded > 0.8 and encoded > auc() + 0.05
+
+
+def test_target_encoding_never_sees_the_labels_a_fold_is_scored_on(tracking_uri):
+    """A 300-level column with no signal, about 3 rows a level: an encoding fitted with the
+    scored rows' labels would score far above chance. Every fold fits it on its training rows
+    only, so the cross-validated score stays at chance and the verifier refuses it."""
+    from mlflow_agentic import SequenceProposer, SolutionCandidate
+    from mlflow_agentic.frontdoor.orchestrator import run_search
+
+    ds = Dataset.from_frame(sponsored(1000, 300, seed=2, signal=False).drop(columns="noise"),
+                            target="target")
+    assert ds.columns["sponsor"].is_feature
+    result = run_search(ds, lambda: SequenceProposer([SolutionCandidate("linear", {}),
+                                                      SolutionCandidate("lightgbm", {})]),
+                        max_iterations=2, cv=3, ensemble=False, refit=False)
+    scores = [a.score for a in result.run.attempts]
+    assert len(scores) == 2 and all(abs(score - 0.5) < 0.08 for score in scores)

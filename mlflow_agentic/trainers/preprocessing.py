@@ -2,7 +2,11 @@
 
 Styles: ``scaled`` (impute, scale, one-hot: linear models), ``ordinal`` (impute, ordinal codes:
 bagged trees), ``native`` (keep NaN, ordinal codes: boosting libraries that handle missing values).
-The transformer is built unfitted, so each CV fold fits its own preprocessing (no leakage).
+A categorical column with more levels than the style encodes as levels (``ONE_HOT_MAX_CATEGORIES``
+one-hot columns, ``NATIVE_MAX_LEVELS`` categories a booster splits on) is target encoded instead,
+cross-fitted on the training rows (sklearn's ``TargetEncoder``), so no row's own label feeds its
+encoding. The transformer is built unfitted, so each CV fold fits its own preprocessing (no
+leakage).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from sklearn.preprocessing import (
     OneHotEncoder,
     OrdinalEncoder,
     StandardScaler,
+    TargetEncoder,
 )
 
 from mlflow_agentic.trainers import transforms as tf
@@ -22,7 +27,7 @@ STYLES = ("scaled", "ordinal", "native")
 ONE_HOT_MAX_CATEGORIES = 20
 NATIVE_MAX_LEVELS = 254
 """Categorical columns up to this many levels are split on as categories by the boosters that
-can (histogram gradient boosting allows fewer than its 255 bins); above it, as ordinal codes."""
+can (histogram gradient boosting allows fewer than its 255 bins); above it, target encoded."""
 
 
 def category_columns(dataset, style: str) -> list[int]:
@@ -32,8 +37,16 @@ def category_columns(dataset, style: str) -> list[int]:
     if style != "native":
         return []
     first = len(dataset.columns_of("numeric"))
-    return [first + i for i, column in enumerate(dataset.columns_of("categorical"))
-            if dataset.columns[column].n_unique <= NATIVE_MAX_LEVELS]
+    return list(range(first, first + len(levelled(dataset, style)[0])))
+
+
+def levelled(dataset, style: str) -> tuple[list[str], list[str]]:
+    """The categorical columns the style encodes as levels, and those with more levels than
+    it can take (target encoded)."""
+    limit = ONE_HOT_MAX_CATEGORIES if style == "scaled" else NATIVE_MAX_LEVELS
+    categorical = dataset.columns_of("categorical")
+    many = [c for c in categorical if dataset.columns[c].n_unique > limit]
+    return [c for c in categorical if c not in many], many
 
 
 def build_preprocessor(dataset, style: str = "ordinal") -> ColumnTransformer:
@@ -41,7 +54,7 @@ def build_preprocessor(dataset, style: str = "ordinal") -> ColumnTransformer:
     if style not in STYLES:
         raise ValueError(f"unknown preprocessing style {style!r}; valid: {', '.join(STYLES)}")
     numeric = dataset.columns_of("numeric")
-    categorical = dataset.columns_of("categorical")
+    categorical, many = levelled(dataset, style)
     dates = dataset.columns_of("datetime")
 
     def numbers(*steps):
@@ -61,9 +74,10 @@ def build_preprocessor(dataset, style: str = "ordinal") -> ColumnTransformer:
     else:
         encoder = OrdinalEncoder(handle_unknown="use_encoded_value", unknown_value=-1,
                                  encoded_missing_value=-1)
-    cat = Pipeline([("as_text", FunctionTransformer(tf.to_category_text,
-                                                    feature_names_out="one-to-one")),
-                    ("encode", encoder)])
+    as_text = ("as_text", FunctionTransformer(tf.to_category_text, feature_names_out="one-to-one"))
+    cat = Pipeline([as_text, ("encode", encoder)])
+    target_encoded = Pipeline([as_text, ("encode", target_encoder(dataset.task)),
+                               *([("scale", StandardScaler())] if style == "scaled" else [])])
     date_steps = [("features", FunctionTransformer(tf.to_datetime_features,
                                                    feature_names_out=tf.datetime_feature_names))]
     date_steps += num_steps
@@ -75,4 +89,18 @@ def build_preprocessor(dataset, style: str = "ordinal") -> ColumnTransformer:
         parts.append(("categorical", cat, categorical))
     if dates:
         parts.append(("datetime", Pipeline(date_steps), dates))
+    if many:  # after the levelled ones: ``category_columns`` counts on their positions
+        parts.append(("many_levels", target_encoded, many))
     return ColumnTransformer(parts, remainder="drop", verbose_feature_names_out=False)
+
+
+def target_encoder(task: str) -> TargetEncoder:
+    """Each level's smoothed mean target (per class for multiclass), cross-fitted: the
+    training rows get encodings learnt on the other folds of the training rows (seeded)."""
+    from sklearn.model_selection import KFold, StratifiedKFold
+
+    kind = {"regression": "continuous"}.get(task, task)
+    if TargetEncoder().shuffle != "deprecated":  # scikit-learn < 1.9: an int cv only
+        return TargetEncoder(target_type=kind, shuffle=True, random_state=0)
+    folds = KFold if kind == "continuous" else StratifiedKFold
+    return TargetEncoder(target_type=kind, cv=folds(5, shuffle=True, random_state=0))
