@@ -60,3 +60,54 @@ def test_one_se_selects_the_cheapest_within_one_standard_error(priced):
 def test_an_unknown_rule_is_refused(priced):
     with pytest.raises(UserInputError, match="one-se"):
         solve("simplest")
+
+
+def record(index: int, folds, trainer: str = "xgboost", greater: bool = True):
+    from mlflow_agentic.core.types import AttemptRecord, Verdict
+
+    score = float(np.mean(folds))
+    return AttemptRecord(SolutionCandidate(trainer, {}), score, Verdict(True, "ok", score),
+                         index=index, greater_is_better=greater, fold_scores=tuple(folds))
+
+
+@pytest.mark.parametrize("greater", [True, False])
+def test_a_combination_is_weighed_against_what_choosing_the_top_single_is_worth(greater):
+    """Three close attempts, each best on other folds: the top CV score (0.81) is partly luck.
+    Choosing by CV, each fold scored by the attempt best on the other folds, is worth 0.7333;
+    an ensemble whose nested score is 0.79 beats that (and says so), one at 0.73 does not."""
+    from mlflow_agentic.engine.selection import combination_wins, nested_best
+
+    flip = (lambda xs: xs) if greater else (lambda xs: [1 - x for x in xs])  # errors: lower
+    history = [record(1, flip([0.80, 0.80, 0.80]), greater=greater),
+               record(2, flip([0.90, 0.70, 0.83]), greater=greater),
+               record(3, flip([0.70, 0.90, 0.82]), greater=greater)]
+    top = max(history, key=lambda a: a.utility)
+    assert top.index == 2
+    assert nested_best(history) == pytest.approx(flip([(0.70 + 0.70 + 0.80) / 3])[0])
+    good = record(4, flip([0.79, 0.79, 0.79]), "ensemble", greater)
+    wins, why = combination_wins(good, top, [*history, good])
+    assert wins and "best of 3 single attempts" in why and "nested CV" in why
+    poor = record(4, flip([0.73, 0.73, 0.73]), "ensemble", greater)
+    assert combination_wins(poor, top, [*history, poor]) == (False, "")
+    better = record(4, flip([0.82, 0.82, 0.82]), "ensemble", greater)
+    assert combination_wins(better, top, [*history, better]) == (True, "")  # above it anyway
+
+
+def test_one_attempt_or_one_fold_has_no_winners_curse_to_weigh():
+    from mlflow_agentic.engine.selection import combination_wins, nested_best
+
+    only = record(1, [0.8, 0.7, 0.9])
+    assert nested_best([only]) is None and nested_best([record(1, [0.8]), record(2, [0.7])]) \
+        is None
+    ensemble = record(2, [0.79, 0.79, 0.79], "ensemble")
+    assert combination_wins(ensemble, only, [only, ensemble]) == (False, "")
+
+
+def test_the_ensemble_pool_takes_each_trainers_best_before_more_of_one():
+    """After hundreds of trials the top attempts are near copies of one configuration: the
+    ensemble's candidates are each trainer's best first, then the rest by CV."""
+    from mlflow_agentic.engine.steps import diverse_first
+
+    ranked = [record(1, [0.90] * 3), record(2, [0.89] * 3), record(4, [0.88] * 3, "linear"),
+              record(3, [0.87] * 3), record(5, [0.70] * 3, "lightgbm")]
+    assert [a.index for a in diverse_first(ranked)] == [1, 4, 5, 2, 3]

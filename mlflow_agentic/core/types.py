@@ -257,7 +257,7 @@ class EngineeringRun:
         top, chosen = self.top_attempt, self.best_attempt
         if top is None or chosen is None:
             return ""
-        if self.bagged:
+        if self.bagged or (chosen is top and self.selection_note):  # a combination: why
             return f"; {self.selection_note}"
         if chosen is not top and self.selection_note:  # not by the score: say why
             return (f"; {self.selection_note} (the top CV score: {top.index:02d}-"

@@ -37,7 +37,13 @@ from mlflow_agentic.engine.outcome import Outcome
 from mlflow_agentic.engine.parallel import WorkerPool, resolve_n_jobs, workers_that_fit
 from mlflow_agentic.engine.refit import bagged, refit
 from mlflow_agentic.engine.restore import Restored
-from mlflow_agentic.engine.selection import affordable, bag_worthy, select, ties
+from mlflow_agentic.engine.selection import (
+    affordable,
+    bag_worthy,
+    combination_wins,
+    select,
+    ties,
+)
 from mlflow_agentic.trainers.registry import resolve_trainers
 from mlflow_agentic.verify.verifier import DeterministicVerifier
 
@@ -191,11 +197,13 @@ class AgenticAutoML:
         """The steps after the loop, the selection (the proposer's, when it submits), the
         refit of the selected attempt."""
         s = self.settings
+        why = ""
         for step in self.after_loop:
             record = step(self, ctx, history)
-            if record is not None and record.verdict.valid and (
-                    best is None or ctx.metric.better(record.score, best.score)):
-                best = record
+            if record is not None:
+                wins, reason = combination_wins(record, best, history)
+                if wins:
+                    best, why = record, reason
         top = best
         best = select(history, top, s.selection)
         selection, note, model, refit_seconds = s.selection, "", None, 0.0
@@ -220,7 +228,8 @@ class AgenticAutoML:
             greater_is_better=ctx.metric.greater_is_better, best_attempt=best,
             stop=stop, dataset_name=ctx.dataset.name, task=ctx.dataset.task,
             refit_seconds=refit_seconds, selection=selection, top_attempt=top,
-            ties=tuple(ties(history, top)), selection_note=note,
+            ties=tuple(ties(history, top)),
+            selection_note="; ".join(n for n in (why if best is top else "", note) if n),
             bagged=bag)
 
     def _propose(self, ctx, history, iterations: int, patience_left: int | None

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from mlflow_agentic.core.settings import SELECTION_RULES
 from mlflow_agentic.core.types import AttemptRecord, best_first
 
-__all__ = ["SELECTION_RULES", "fit_cost", "select", "ties"]
+__all__ = ["SELECTION_RULES", "combination_wins", "fit_cost", "nested_best", "select", "ties"]
 BAG_KEEP = 8
 """The best attempts whose fold models are kept (an ensemble keeps about 4 members)."""
 DEFAULT_COST = 2
@@ -34,6 +34,52 @@ def ties(history: Sequence[AttemptRecord], top: AttemptRecord | None) -> list[At
     close = [a for a in history if a is not top and a.selectable and math.isfinite(a.score)
              and top.utility - a.utility <= window]
     return sorted(close, key=lambda a: (-a.utility, a.index))
+
+
+def nested_best(history: Sequence[AttemptRecord]) -> float | None:
+    """The CV score of "take the single attempt with the best CV score", nested the way a
+    combination's score is: each fold scored by the attempt best on the other folds. Among
+    many close attempts the top CV score is partly luck on these folds (the winner's curse),
+    and this is what choosing it is worth. None without two complete single attempts."""
+    from mlflow_agentic.engine.refit import COMBINERS
+
+    singles = [a for a in history if a.selectable and a.candidate.trainer not in COMBINERS
+               and a.fold_scores and all(math.isfinite(x) for x in a.fold_scores)]
+    k = max((len(a.fold_scores) for a in singles), default=0)
+    full = [a for a in singles if len(a.fold_scores) == k]
+    if k < 2 or len(full) < 2:
+        return None
+    sign = 1.0 if full[0].greater_is_better else -1.0
+    totals = [sign * sum(a.fold_scores) for a in full]
+    picked = []
+    for j in range(k):  # the first of equal ones: the earlier attempt, as ``best_first``
+        rest = [t - sign * a.fold_scores[j] for t, a in zip(totals, full, strict=True)]
+        picked.append(full[rest.index(max(rest))].fold_scores[j])
+    return sum(picked) / k
+
+
+def combination_wins(record: AttemptRecord, best: AttemptRecord | None,
+                     history: Sequence[AttemptRecord]) -> tuple[bool, str]:
+    """Whether a combination (ensemble, stack) with its nested CV score ``record.score``
+    beats ``best``, and why when it wins over a higher CV score. A single ``best`` is
+    weighed by what choosing it is worth (``nested_best``), not by its own CV score: both
+    numbers then come from folds nothing was chosen on."""
+    from mlflow_agentic.engine.refit import COMBINERS
+
+    if not record.verdict.valid:
+        return False, ""
+    if best is None:
+        return True, ""
+    nested = None if best.candidate.trainer in COMBINERS else nested_best(history)
+    bar = best.score if nested is None else nested
+    if record.utility <= (bar if best.greater_is_better else -bar):
+        return False, ""
+    if record.utility >= best.utility:
+        return True, ""
+    singles = sum(a.selectable and a.candidate.trainer not in COMBINERS for a in history)
+    return True, (f"the {record.candidate.trainer} (nested CV {record.score:.4f}) is worth more "
+                  f"than choosing the best of {singles} single attempts by CV ({nested:.4f} "
+                  "when each fold is scored by the attempt best on the other folds)")
 
 
 def fit_cost(record: AttemptRecord, by_index: dict[int, AttemptRecord]) -> int:

@@ -48,8 +48,9 @@ class CombiningStep:
 
     def __call__(self, loop: AgenticAutoML, ctx: SearchContext,
                  history: list[AttemptRecord]) -> AttemptRecord | None:
-        ranked = best_first(a for a in history if a.index in loop.oof
-                            and a.candidate.code is None)  # code attempts refit in the sandbox
+        ranked = diverse_first(best_first(
+            a for a in history if a.index in loop.oof
+            and a.candidate.code is None))  # code attempts refit in the sandbox
         pool: list[AttemptRecord] = []
         for a in ranked:  # members whose refit, side by side, still fits the time budget
             if len(pool) < MAX_MEMBERS and loop.budget.refit_fits([*pool, a]):
@@ -78,6 +79,18 @@ class CombiningStep:
             loop.observers.emit("on_attempt_predictions", record, self.combined(
                 choice, [loop.extras[i] for i in choice.members], ctx))
         return record
+
+
+def diverse_first(ranked: list[AttemptRecord]) -> list[AttemptRecord]:
+    """Each trainer's best attempt first (best first), then the others by CV: after hundreds
+    of trials the top ones are near copies of one configuration, and blending copies gains
+    nothing (AutoGluon's ensemble, too, blends one model of each kind)."""
+    seen: set[str] = set()
+    heads, rest = [], []
+    for a in ranked:
+        (rest if a.candidate.trainer in seen else heads).append(a)
+        seen.add(a.candidate.trainer)
+    return heads + rest
 
 
 class EnsembleStep(CombiningStep):
