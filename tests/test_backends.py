@@ -40,7 +40,10 @@ def test_a_cluster_backend_gives_the_local_leaderboard(tmp_path, churn_small, lo
     assert run.data.params["backend"] == backend
 
 
-def test_an_unknown_backend_or_scheduler_is_refused(tmp_path, churn_small):
+def test_an_unknown_backend_or_scheduler_is_refused(tmp_path, churn_small, monkeypatch):
+    from mlflow_agentic.engine import backends
+
+    monkeypatch.setattr(backends, "DASK_CONNECT_SECONDS", 2)  # nothing listens on port 1
     with pytest.raises(UserInputError, match="backend 'spark': expected local, dask or ray"):
         search(churn_small, tracking_uri=f"sqlite:///{tmp_path / 'a.db'}", backend="spark",
                **SETTINGS)

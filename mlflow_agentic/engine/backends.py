@@ -43,6 +43,10 @@ def _missing(backend: str, package: str) -> UserInputError:
                           f"'mlflow-agentic[{backend}]'")
 
 
+DASK_CONNECT_SECONDS = 10
+"""How long to wait for a Dask scheduler at ``--scheduler`` before saying it cannot be reached."""
+
+
 class DaskExecutor:
     """Folds as tasks of a Dask cluster (``distributed.Client.get_executor``)."""
 
@@ -53,7 +57,7 @@ class DaskExecutor:
             raise _missing("dask", "dask.distributed") from exc
         try:
             if address:
-                self.client = Client(address, timeout=10)
+                self.client = Client(address, timeout=DASK_CONNECT_SECONDS)
             else:
                 self.client = Client(LocalCluster(
                     n_workers=n_jobs, threads_per_worker=1, processes=True,
