@@ -106,8 +106,21 @@ def test_one_attempt_or_one_fold_has_no_winners_curse_to_weigh():
 def test_the_ensemble_pool_takes_each_trainers_best_before_more_of_one():
     """After hundreds of trials the top attempts are near copies of one configuration: the
     ensemble's candidates are each trainer's best first, then the rest by CV."""
-    from mlflow_agentic.engine.steps import diverse_first
+    from mlflow_agentic.engine.selection import diverse_first
 
     ranked = [record(1, [0.90] * 3), record(2, [0.89] * 3), record(4, [0.88] * 3, "linear"),
               record(3, [0.87] * 3), record(5, [0.70] * 3, "lightgbm")]
-    assert [a.index for a in diverse_first(ranked)] == [1, 4, 5, 2, 3]
+    assert [a.index for a in diverse_first(ranked, lambda a: a.candidate.trainer)] == \
+        [1, 4, 5, 2, 3]
+
+
+def test_the_summary_names_a_few_ties_and_counts_the_rest():
+    from mlflow_agentic.core.types import TIES_NAMED, EngineeringRun
+
+    attempts = [record(i, [0.90, 0.91, 0.89]) for i in range(1, 131)]
+    top = attempts[0]
+    run = EngineeringRun(attempts, top.candidate, top.score, None, "roc_auc", 0.5, 129,
+                         best_attempt=top, top_attempt=top, ties=tuple(attempts[1:]))
+    line = run.summary()
+    assert "02-xgboost 0.9000" in line and f"and {129 - TIES_NAMED} more" in line
+    assert "130-xgboost" not in line and len(line) < 400

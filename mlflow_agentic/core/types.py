@@ -144,6 +144,11 @@ class AttemptRecord:
         return "verified" if self.verdict.valid else "rejected"
 
 
+TIES_NAMED = 5
+"""Ties the one-line summary names (130 linear models within a standard error of each other
+made one 6,000-character line on OJ at 60 s)."""
+
+
 def best_first(attempts: Iterable[AttemptRecord]) -> list[AttemptRecord]:
     """The selectable attempts, best CV utility first (equal ones: the earlier first)."""
     return sorted((a for a in attempts if a.selectable), key=lambda a: (-a.utility, a.index))
@@ -173,9 +178,12 @@ class EngineeringRun:
     """The rule that chose ``best_attempt`` (``engine.selection``)."""
     selection_note: str = ""
     """Why ``best_attempt`` is not the top one when no tie rule chose it: code mode's submitter,
-    or a refit that would not fit the time left (``engine.selection.affordable``)."""
+    or a refit that would not fit the time left (``engine.selection.affordable``); or why a
+    combination is the top one over a higher single CV score (``combination_wins``)."""
     top_attempt: AttemptRecord | None = None
-    """The verified attempt with the top CV score (``best_attempt`` under ``best``)."""
+    """The verified attempt with the top CV score, or the ensemble (stack) worth more than
+    choosing that one (``engine.selection.combination_wins``); ``best_attempt`` under
+    ``best``."""
     bagged: bool = False
     """``model`` is the average of the selected attempt's fold models, not a refit."""
     ties: tuple[AttemptRecord, ...] = ()
@@ -265,7 +273,10 @@ class EngineeringRun:
         others = [a for a in (top, *self.ties) if a is not chosen]
         if not others:
             return ""
-        names = ", ".join(f"{a.index:02d}-{a.candidate.title} {a.score:.4f}" for a in others)
+        names = ", ".join(f"{a.index:02d}-{a.candidate.title} {a.score:.4f}"
+                          for a in others[:TIES_NAMED])
+        if len(others) > TIES_NAMED:  # after hundreds of trials: the leaderboard has them all
+            names += f" and {len(others) - TIES_NAMED} more"
         window = f"one standard error ({self.tie_window:.4f})"
         if chosen is top:
             return f"; tied within {window} with {names}"

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from mlflow_agentic.core.settings import SearchSettings
 from mlflow_agentic.core.types import AttemptRecord, StopKind, StopReason
 from mlflow_agentic.engine.refit import COMBINERS
+from mlflow_agentic.engine.selection import diverse_first
 
 ENSEMBLE_MEMBERS = 4
 """Members a greedy ensemble usually keeps (its refit refits each): what the deadline plans for."""
@@ -57,13 +58,15 @@ class LoopBudget:
         self.model_mb: dict[int, float] = {}
         """Attempt index -> the size of one of its fold models (MB), where the workers kept
         them: what its refit ships back and its logging writes."""
+        self.trainer: dict[int, str] = {}
+        """Attempt index -> its trainer (the likely ensemble members are of different ones)."""
         self.n_folds = 1
         self.workers = 1
         """How many refits run at once (the loop sets its worker count)."""
 
     def start(self) -> None:
         self.started = time.perf_counter()
-        self.refit_estimate, self.refit_costs, self.model_mb = 0.0, {}, {}
+        self.refit_estimate, self.refit_costs, self.model_mb, self.trainer = 0.0, {}, {}, {}
 
     def elapsed(self) -> float:
         return time.perf_counter() - self.started
@@ -73,7 +76,8 @@ class LoopBudget:
         """What the final refit may cost: the best attempt's (one fold's fit on k/(k-1) the
         rows, plus that share of the preprocessing the folds had ready-made: a refit does its
         own, seconds on a big file), or, when an ensemble step follows, its likely members'
-        (the best ``ENSEMBLE_MEMBERS`` attempts, refit side by side on the workers). With
+        (``ENSEMBLE_MEMBERS`` attempts, each trainer's best first, as the ensemble's candidates
+        are taken; refit side by side on the workers). With
         ``model_mb`` (one fold model's size), the model's way back and its logging too: a
         forest of a hundred MB takes seconds to ship and log. With ``settings.bag`` the refit's
         time is kept back all the same: logging k fold models of a forest costs about what
@@ -85,8 +89,10 @@ class LoopBudget:
         mb = REFIT_GROWTH * (model_mb or 0.0)
         cost = (fit_seconds / n + preprocess_seconds / n) * 1.3 + SHIP_SECONDS_PER_MB * mb
         self.refit_costs[record.index] = (record.utility, cost)
+        self.trainer[record.index] = record.candidate.trainer
         ranked = sorted(self.refit_costs, key=lambda i: self.refit_costs[i], reverse=True)
-        likely = ranked[:ENSEMBLE_MEMBERS if self.after_loop else 1]
+        likely = diverse_first(ranked, self.trainer.get)[:ENSEMBLE_MEMBERS if self.after_loop
+                                                         else 1]
         costs = [self.refit_costs[i][1] for i in likely]
         self.refit_estimate = (max(max(costs), sum(costs) / max(self.workers, 1))
                                + self.logging_seconds(REFIT_GROWTH * self._fold_mb(likely)))
@@ -99,16 +105,17 @@ class LoopBudget:
         """Logging a model of ``mb`` after the loop, beyond what the fixed reserve covers."""
         return LOG_SECONDS_PER_MB * max(mb - LOG_FREE_MB, 0.0)
 
-    def refit_fits(self, records, bag: bool = False) -> bool:
+    def refit_fits(self, records, bag: bool = False, tolerance: bool = True) -> bool:
         """Whether refitting ``records`` side by side on the workers, and logging the model,
         end within the loop's share of the time budget (always, without one): an expensive
         attempt that finished late must not push the whole command past its budget. ``bag``:
         whether serving their fold models' average instead (no refit: the k fold models read
-        back and logged) ends within it."""
+        back and logged) ends within it. ``tolerance``: whether ``REFIT_TOLERANCE`` may be
+        spent (for the selected attempt; not for an ensemble's further members)."""
         if self.seconds is None:
             return True
         left = (self.started + self.seconds - time.perf_counter()
-                + REFIT_TOLERANCE * self.seconds)
+                + (REFIT_TOLERANCE * self.seconds if tolerance else 0.0))
         indices = [r.index for r in records]
         if bag:
             mb = self.n_folds * self._fold_mb(indices)

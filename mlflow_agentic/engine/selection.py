@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from mlflow_agentic.core.settings import SELECTION_RULES
 from mlflow_agentic.core.types import AttemptRecord, best_first
 
-__all__ = ["SELECTION_RULES", "combination_wins", "fit_cost", "nested_best", "select", "ties"]
+__all__ = ["SELECTION_RULES", "combination_wins", "diverse_first", "fit_cost", "nested_best",
+           "select", "ties"]
+T = TypeVar("T")
 BAG_KEEP = 8
 """The best attempts whose fold models are kept (an ensemble keeps about 4 members)."""
 DEFAULT_COST = 2
@@ -34,6 +37,19 @@ def ties(history: Sequence[AttemptRecord], top: AttemptRecord | None) -> list[At
     close = [a for a in history if a is not top and a.selectable and math.isfinite(a.score)
              and top.utility - a.utility <= window]
     return sorted(close, key=lambda a: (-a.utility, a.index))
+
+
+def diverse_first(ranked: Sequence[T], kind: Callable[[T], str]) -> list[T]:
+    """``ranked`` (best first) with each kind's (trainer's) best first, then the others: the
+    ensemble's candidates, and the members the loop keeps time back for. After hundreds of
+    trials the top attempts are near copies of one configuration, and blending copies gains
+    nothing (AutoGluon's ensemble, too, blends one model of each kind)."""
+    seen: set[str] = set()
+    heads, rest = [], []
+    for item in ranked:
+        (rest if kind(item) in seen else heads).append(item)
+        seen.add(kind(item))
+    return heads + rest
 
 
 def nested_best(history: Sequence[AttemptRecord]) -> float | None:

@@ -15,6 +15,7 @@ import numpy as np
 from mlflow_agentic.core.types import AttemptRecord, SolutionCandidate, best_first
 from mlflow_agentic.engine.ensemble import MAX_MEMBERS, blend, select_ensemble
 from mlflow_agentic.engine.refit import ENSEMBLE, STACK
+from mlflow_agentic.engine.selection import diverse_first
 from mlflow_agentic.engine.stacking import select_stack
 from mlflow_agentic.trainers.stacked import stack_features, stack_output
 
@@ -50,10 +51,11 @@ class CombiningStep:
                  history: list[AttemptRecord]) -> AttemptRecord | None:
         ranked = diverse_first(best_first(
             a for a in history if a.index in loop.oof
-            and a.candidate.code is None))  # code attempts refit in the sandbox
+            and a.candidate.code is None), lambda a: a.candidate.trainer)  # code: sandbox refit
         pool: list[AttemptRecord] = []
         for a in ranked:  # members whose refit, side by side, still fits the time budget
-            if len(pool) < MAX_MEMBERS and loop.budget.refit_fits([*pool, a]):
+            if len(pool) < MAX_MEMBERS and loop.budget.refit_fits([*pool, a],
+                                                                  tolerance=not pool):
                 pool.append(a)
         started = time.perf_counter()
         choice = self.choose(loop, ctx, pool)
@@ -79,18 +81,6 @@ class CombiningStep:
             loop.observers.emit("on_attempt_predictions", record, self.combined(
                 choice, [loop.extras[i] for i in choice.members], ctx))
         return record
-
-
-def diverse_first(ranked: list[AttemptRecord]) -> list[AttemptRecord]:
-    """Each trainer's best attempt first (best first), then the others by CV: after hundreds
-    of trials the top ones are near copies of one configuration, and blending copies gains
-    nothing (AutoGluon's ensemble, too, blends one model of each kind)."""
-    seen: set[str] = set()
-    heads, rest = [], []
-    for a in ranked:
-        (rest if a.candidate.trainer in seen else heads).append(a)
-        seen.add(a.candidate.trainer)
-    return heads + rest
 
 
 class EnsembleStep(CombiningStep):
