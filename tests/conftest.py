@@ -22,13 +22,19 @@ ROOT = Path(__file__).resolve().parents[1]
 CHURN = ROOT / "examples" / "churn.csv"
 
 
+SYSTEM_TMP = "MLFLOW_AGENTIC_TEST_SYSTEM_TMP"
+"""Where a folder another user must reach goes (PostgreSQL's, run as ``postgres``): pytest's
+tree is private to the user running the tests."""
+
+
 @pytest.fixture(scope="session", autouse=True)
 def private_tempdir(tmp_path_factory):
     """Temporary files of the code under test and of its child processes (MLflow's artifact
     copies, sandbox folders, spills) go under pytest's own tree, which pytest prunes, so a
-    test run leaves nothing in /tmp."""
+    test run leaves nothing in /tmp (``SYSTEM_TMP`` names the system's temp folder)."""
     folder = str(tmp_path_factory.mktemp("tempfile"))
     previous = os.environ.get("TMPDIR")
+    os.environ.setdefault(SYSTEM_TMP, tempfile.gettempdir())  # for other users' folders
     os.environ["TMPDIR"], tempfile.tempdir = folder, folder
     yield folder
     tempfile.tempdir = None

@@ -70,7 +70,8 @@ def postgres(databases: tuple[str, ...] = ("mlflow", "optuna")):
     import shutil
     import tempfile
 
-    root = Path(tempfile.mkdtemp(prefix="mlflow-agentic-pg-"))  # not under a 0700 pytest dir
+    system_tmp = os.environ.get("MLFLOW_AGENTIC_TEST_SYSTEM_TMP")  # tests/conftest.py
+    root = Path(tempfile.mkdtemp(prefix="mlflow-agentic-pg-", dir=system_tmp))  # not a 0700 dir
     if os.geteuid() == 0:
         shutil.chown(root, "postgres")
     data, port = root / "data", free_port()
