@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import tempfile
 from pathlib import Path
 
 import mlflow
@@ -196,3 +197,22 @@ def test_an_experiment_kind_the_user_set_is_kept(tracking_uri, churn_frame):
     experiment = client.get_experiment_by_name("mine")
     assert experiment.tags["mlflow.experimentKind"] == "genai_development"
     assert len(client.search_runs([experiment.experiment_id])) >= 2  # the search did run
+
+
+def test_an_artifact_read_back_leaves_no_copy(tracking_uri, tmp_path):
+    """``downloaded`` gives a readable local copy inside the block and removes it after: a
+    promotion, a code-mode version or a replay read from the store leaves nothing behind."""
+    from mlflow_agentic.tracking.artifacts import downloaded
+
+    source = tmp_path / "rows.csv"
+    source.write_text("a,b\n1,2\n")
+    client = mlflow.MlflowClient()
+    run = client.create_run(client.create_experiment("read-back"))
+    client.log_artifact(run.info.run_id, str(source), "holdout")
+    before = set(Path(tempfile.gettempdir()).iterdir())
+    with downloaded(run_id=run.info.run_id, artifact_path="holdout/rows.csv",
+                    purpose="test") as path:
+        assert path.read_text() == "a,b\n1,2\n"
+        assert any(p.name.startswith("mlflow-agentic-test-") for p in path.parents)
+    assert not path.exists()
+    assert set(Path(tempfile.gettempdir()).iterdir()) == before

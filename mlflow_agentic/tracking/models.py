@@ -285,20 +285,19 @@ def _better_holder(client, name: str, alias: str, tags: dict[str, Any]):
 
 def load_llm_recording(source: str) -> list[dict]:
     """Recorded LLM exchanges from a JSONL path, or from an MLflow run's artifact."""
-    import tempfile
     from pathlib import Path
 
     from mlflow.exceptions import MlflowException
 
     from mlflow_agentic.core.errors import UserInputError
     from mlflow_agentic.llm.replay import EXCHANGES_ARTIFACT, read_exchanges
+    from mlflow_agentic.tracking.artifacts import downloaded
 
     if Path(source).exists():
         return read_exchanges(source)
     try:
-        with tempfile.TemporaryDirectory(prefix="mlflow-agentic-replay-") as tmp:
-            return read_exchanges(mlflow.artifacts.download_artifacts(
-                run_id=source, artifact_path=EXCHANGES_ARTIFACT, dst_path=tmp))
+        with downloaded(run_id=source, artifact_path=EXCHANGES_ARTIFACT, purpose="replay") as path:
+            return read_exchanges(path)
     except (MlflowException, OSError) as exc:
         raise UserInputError(f"--replay {source!r} is neither a file nor a run with an "
                              f"{EXCHANGES_ARTIFACT} artifact: {exc}") from exc

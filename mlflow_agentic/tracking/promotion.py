@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import os
-import tempfile
 import time
 from dataclasses import dataclass
 
@@ -23,6 +22,7 @@ from mlflow_agentic.data.split import frame_digest
 from mlflow_agentic.scoring.external import ExternalEvaluation, evaluate_predictions
 from mlflow_agentic.scoring.paired import Outputs, paired_bootstrap
 from mlflow_agentic.scoring.promotion import DEFAULT_MAX_GAP, Decision, decide
+from mlflow_agentic.tracking.artifacts import downloaded
 from mlflow_agentic.tracking.provenance import provenance
 from mlflow_agentic.tracking.versions import version_outputs
 
@@ -174,14 +174,12 @@ def _evaluation_data(tags: dict, data: str | None):
     if not run_id:
         raise UserInputError("this version records no search run (no search_run_id tag), so "
                              "there is no recorded holdout to evaluate on: pass --data PATH")
-    with tempfile.TemporaryDirectory(prefix="mlflow-agentic-holdout-") as tmp:
-        try:
-            path = mlflow.artifacts.download_artifacts(run_id=run_id, dst_path=tmp,
-                                                       artifact_path=HOLDOUT_ARTIFACT)
-        except (MlflowException, OSError) as exc:
-            raise UserInputError(f"search run {run_id} has no {HOLDOUT_ARTIFACT}: pass --data "
-                                 f"PATH ({exc})") from exc
-        return f"holdout of search run {run_id}", Dataset.from_path(path, target)
+    try:
+        with downloaded(run_id=run_id, artifact_path=HOLDOUT_ARTIFACT, purpose="holdout") as path:
+            return f"holdout of search run {run_id}", Dataset.from_path(path, target)
+    except (MlflowException, OSError) as exc:
+        raise UserInputError(f"search run {run_id} has no {HOLDOUT_ARTIFACT}: pass --data "
+                             f"PATH ({exc})") from exc
 
 
 def _score(model: str, mv, dataset, model_type: str, metric: str | None) -> Scored:

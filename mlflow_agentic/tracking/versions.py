@@ -6,8 +6,6 @@ container: its code never runs here."""
 from __future__ import annotations
 
 import json
-import tempfile
-from pathlib import Path
 
 import mlflow
 import numpy as np
@@ -16,6 +14,7 @@ import pandas as pd
 from mlflow_agentic.core import evidence as ev
 from mlflow_agentic.core.errors import UserInputError
 from mlflow_agentic.scoring.paired import Outputs
+from mlflow_agentic.tracking.artifacts import downloaded
 from mlflow_agentic.tracking.evaluation import model_outputs
 
 
@@ -52,9 +51,8 @@ def _generated_outputs(model: str, version, X: pd.DataFrame, model_type: str) ->
     from mlflow_agentic.sandbox import make_sandbox
     from mlflow_agentic.sandbox.model import SandboxedModel
 
-    with tempfile.TemporaryDirectory(prefix="mlflow-agentic-version-") as tmp:
-        folder = Path(mlflow.artifacts.download_artifacts(f"models:/{model}/{version}",
-                                                          dst_path=tmp)) / "artifacts"
+    with downloaded(f"models:/{model}/{version}", purpose="version") as model_folder:
+        folder = model_folder / "artifacts"
         meta = json.loads((folder / "meta.json").read_text())
         inputs = cloudpickle.loads((folder / "inputs.pkl").read_bytes())  # the engine's step
         code, pickled = (folder / "candidate.py").read_text(), (folder / "model.pkl").read_bytes()
