@@ -122,3 +122,47 @@ def test_int_then_term_to_the_process_group_leaves_a_resumable_search(tmp_path, 
     assert client.get_run(search.info.run_id).info.status == "FINISHED"
     attempts = client.search_runs(["1"], "tags.`agentic.role` = 'attempt'")
     assert "RUNNING" not in {a.info.status for a in attempts}
+
+
+HALF_SENT = '''
+import os, struct, sys, time
+from mlflow_agentic.engine.parallel import WorkerPool
+
+def half_a_result(marker):
+    """In a worker: start sending a 1 MB result to the parent, send 10 bytes of it, hang."""
+    frame = sys._getframe()
+    while "result_queue" not in frame.f_locals:  # loky's worker loop, up the stack
+        frame = frame.f_back
+    writer = frame.f_locals["result_queue"]._writer
+    writer._send(struct.pack("!i", 1_000_000))
+    writer._send(b"x" * 10)
+    open(marker, "w").close()
+    time.sleep(600)
+
+pool = WorkerPool(2)
+future = pool.submit(half_a_result, sys.argv[1])
+while not os.path.exists(sys.argv[1]):
+    time.sleep(0.1)
+time.sleep(1)  # the parent's manager thread is now waiting for the other 999,990 bytes
+pool.abort([future])  # what a spent time budget does
+print("aborted", flush=True)
+'''
+
+
+def test_a_worker_killed_halfway_through_sending_its_result_does_not_hang_the_exit(tmp_path):
+    """A worker cut by the budget while it sends a fold's result leaves half a message in the
+    pipe; the command must still exit (it once hung for good after its search had ended)."""
+    script = tmp_path / "half_sent.py"
+    script.write_text(HALF_SENT)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, str(script), str(tmp_path / "sending")], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise AssertionError("the process did not exit after its pool was aborted") from None
+    assert "aborted" in out, err
+    assert proc.returncode == 0, err

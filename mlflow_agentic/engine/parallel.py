@@ -176,9 +176,17 @@ _STOPPED_AT_EXIT: set[int] = set()
 def _kill(executor) -> None:
     """Stop an executor and kill its worker processes now. A worker blocked sending a result
     that nobody reads any more (its attempt was cut) would otherwise keep the process from
-    exiting: multiprocessing joins its children at exit."""
+    exiting: multiprocessing joins its children at exit.
+
+    A worker killed halfway through sending a result leaves half a message in the result pipe:
+    loky's manager thread, which read its length, would wait for the rest forever, and the
+    interpreter joins that thread at exit (a command that hung after its search had ended, seen
+    once in ~100 suite runs). This process's copy of the pipe's write end is closed too, so once
+    the killed workers' copies are gone the manager reads end-of-file, marks the pool broken and
+    ends."""
     import signal
 
+    results = getattr(executor, "_result_queue", None)
     pids = [p.pid for p in list(getattr(executor, "_processes", {}).values())]
     pending = getattr(executor, "_pending_work_items", {})
     for key in [k for k, item in list(pending.items()) if item.future.cancelled()]:
@@ -191,6 +199,10 @@ def _kill(executor) -> None:
     for pid in pids:
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
+    writer = getattr(results, "_writer", None)
+    if writer is not None:
+        with contextlib.suppress(OSError):
+            writer.close()
 
 
 _KILLED_MANAGERS: weakref.WeakSet = weakref.WeakSet()
