@@ -82,12 +82,12 @@ modeldata sets follow time order (grants' row number alone scores 0.56 ROC AUC).
 SYSTEMS = ("mlflow-agentic", "flaml", "optuna-hgb", "default-hgb")
 ALL_SYSTEMS = (*SYSTEMS, "mlflow-agentic-defaults", "mlflow-agentic-no-lightgbm",
                "mlflow-agentic-keep-flagged", "mlflow-agentic-stack", "mlflow-agentic-bag",
-               "mlflow-agentic-bag-stack", "autogluon",
+               "mlflow-agentic-bag-stack", "mlflow-agentic-catboost", "autogluon",
                "autogluon-best")
 AGENTIC = {"mlflow-agentic": "lodo", "mlflow-agentic-defaults": "defaults",
            "mlflow-agentic-no-lightgbm": "lodo", "mlflow-agentic-keep-flagged": "lodo",
            "mlflow-agentic-stack": "lodo", "mlflow-agentic-bag": "lodo",
-           "mlflow-agentic-bag-stack": "lodo"}
+           "mlflow-agentic-bag-stack": "lodo", "mlflow-agentic-catboost": "lodo"}
 """mlflow-agentic's variants: its portfolio built without the dataset at hand
 (``benchmarks/results/portfolio/lodo-<dataset>.json``, made by ``benchmarks/portfolio.py``: no
 dataset is scored with a portfolio that saw it), or each trainer at its defaults (the start
@@ -96,7 +96,10 @@ the ``[lightgbm]`` extra searches); or the first keeping the columns its leakage
 (``--keep-flagged-columns``: the peers' columns exactly, e.g. College's Accept, which tracks the
 target with Spearman 0.98 and which mlflow-agentic leaves out by default); or the first with
 the stacking layer beside the greedy ensemble (``--stack``); or the first serving the average of
-its fold models instead of a refit (``--bag``), alone or with the stacking layer over them."""
+its fold models instead of a refit (``--bag``), alone or with the stacking layer over them; or
+the first with the ``[catboost]`` extra installed (CatBoost searched beside the others: the
+suite refuses to run it without catboost, and every other variant with it, which the default
+install does not search)."""
 NO_LIGHTGBM = "linear,random_forest,extra_trees,hist_gradient_boosting,xgboost"
 PORTFOLIOS = ROOT / "benchmarks" / "results" / "portfolio"
 CODE = subprocess.run(["git", "-C", str(ROOT), "describe", "--always", "--dirty"],
@@ -107,6 +110,11 @@ CODE = subprocess.run(["git", "-C", str(ROOT), "describe", "--always", "--dirty"
 def agentic_options(system: str, dataset: str) -> tuple[str, ...]:
     """The whole command as a user runs it (registration included, the default policy), with the
     variant's portfolio."""
+    import importlib.util
+
+    if (importlib.util.find_spec("catboost") is not None) != system.endswith("-catboost"):
+        raise SystemExit(f"{system}: catboost must be importable for the -catboost variant "
+                         "only (pip install catboost, or PYTHONPATH to a folder with it)")
     if AGENTIC[system] == "defaults":
         return ("--portfolio", "defaults")
     lodo = PORTFOLIOS / f"lodo-{dataset}.json"

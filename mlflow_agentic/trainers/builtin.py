@@ -177,16 +177,18 @@ def _cat_model(task, p, seed):
     import catboost as cb
 
     cls = cb.CatBoostClassifier if _is_classification(task) else cb.CatBoostRegressor
-    return cls(**p, random_seed=seed, thread_count=N_JOBS, verbose=False, allow_writing_files=False)
+    return _early_stopped(cls(**p, random_seed=seed, thread_count=N_JOBS, verbose=False,
+                              allow_writing_files=False), seed)
 
 
 def _cat_space(ds):
-    return {"iterations": Int(100, _estimators_cap(ds) + 300, log=True), "depth": Int(4, 8),
-            "learning_rate": Float(0.01, 0.3, log=True), "l2_leaf_reg": Float(1.0, 10.0, log=True)}
+    return {"iterations": Int(50, _rounds_cap(ds), log=True),  # a cap: early stopping decides
+            "depth": Int(4, 8), "learning_rate": Float(0.01, 0.3, log=True),
+            "l2_leaf_reg": Float(1.0, 10.0, log=True)}
 
 
 def _cat_defaults(ds):
-    return {"iterations": 300, "depth": 6, "learning_rate": 0.1, "l2_leaf_reg": 3.0}
+    return {"iterations": _rounds_cap(ds), "depth": 6, "learning_rate": 0.1, "l2_leaf_reg": 3.0}
 
 
 def builtin_trainers() -> list[Trainer]:

@@ -295,7 +295,9 @@ class InnerValidationEarlyStopping(BaseEstimator):
     ``fit`` sets ``validation_fraction`` of the rows aside (stratified for a classifier), fits
     ``estimator`` (xgboost or LightGBM, scikit-learn API) with them as ``eval_set`` and stops
     after ``rounds`` rounds without improvement: the rows a CV fold is scored on are never seen.
-    ``categorical``: column indices LightGBM splits on as categories (its ``categorical_feature``).
+    ``categorical``: column indices split on as categories (LightGBM's ``categorical_feature``,
+    CatBoost's ``cat_features``, which it encodes by ordered target statistics and which must
+    reach it as integers).
     """
 
     def __init__(self, estimator=None, validation_fraction=0.1, rounds=20, random_state=0,
@@ -318,14 +320,20 @@ class InnerValidationEarlyStopping(BaseEstimator):
         import warnings
 
         estimator = clone(self.estimator)
+        categorical = list(getattr(self, "categorical", None) or ())
+        X_fit, X_val = self._inputs(X_fit), self._inputs(X_val)
         params = {"eval_set": [(X_val, y_val)], **fit_params}
-        if "early_stopping_rounds" in estimator.get_params():  # xgboost
+        if _library(estimator) == "catboost":
+            params["early_stopping_rounds"] = self.rounds
+            if categorical:
+                params["cat_features"] = categorical
+        elif "early_stopping_rounds" in estimator.get_params():  # xgboost
             estimator.set_params(early_stopping_rounds=self.rounds)
             params["verbose"] = False
         else:  # LightGBM: a core parameter, active when an evaluation set is given
             estimator.set_params(early_stopping_round=self.rounds)
-            if getattr(self, "categorical", None):
-                params["categorical_feature"] = list(self.categorical)
+            if categorical:
+                params["categorical_feature"] = categorical
         with warnings.catch_warnings():  # LightGBM 4.6 prefers eval_X/eval_y (numeric labels)
             warnings.filterwarnings("ignore", message=".*eval_set.* is deprecated")
             self.estimator_ = estimator.fit(X_fit, y_fit, **params)
@@ -333,24 +341,40 @@ class InnerValidationEarlyStopping(BaseEstimator):
             self.classes_ = self.estimator_.classes_
         return self
 
+    def _inputs(self, X):
+        """``X`` as the library takes it: CatBoost's category columns as integer codes."""
+        categorical = getattr(self, "categorical", None)
+        if not categorical or _library(self.estimator) != "catboost":
+            return X
+        frame = pd.DataFrame(np.asarray(X, dtype=float))
+        frame.columns = [f"x{i}" for i in range(frame.shape[1])]
+        for i in categorical:  # codes are whole numbers; a missing level is -1
+            frame.iloc[:, i] = frame.iloc[:, i].fillna(-1)
+        return frame.astype({f"x{i}": "int64" for i in categorical})
+
     def predict(self, X):
-        return self.estimator_.predict(X)
+        return self.estimator_.predict(self._inputs(X))
 
     def predict_proba(self, X):
-        return self.estimator_.predict_proba(X)
+        return self.estimator_.predict_proba(self._inputs(X))
+
+
+def _library(estimator) -> str:
+    """The top-level package an estimator comes from (``lightgbm``, ``catboost``, ...)."""
+    return type(estimator).__module__.split(".")[0]
 
 
 def split_on_categories(model, columns: list[int]):
     """``model`` told which of its input columns are category codes (negative: missing), so it
     splits on sets of categories instead of on the codes' arbitrary order: scikit-learn's
-    histogram gradient boosting and LightGBM (behind ``InnerValidationEarlyStopping``). Other
-    models are returned as they are."""
+    histogram gradient boosting, LightGBM and CatBoost (behind ``InnerValidationEarlyStopping``).
+    Other models are returned as they are."""
     if not columns:
         return model
     params = model.get_params(deep=False)
     if "categorical_features" in params:  # HistGradientBoosting*
         return model.set_params(categorical_features=list(columns))
     if isinstance(model, InnerValidationEarlyStopping) and \
-            type(model.estimator).__module__.startswith("lightgbm"):
+            _library(model.estimator) in ("lightgbm", "catboost"):
         return model.set_params(categorical=tuple(columns))
     return model
