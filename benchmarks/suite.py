@@ -97,9 +97,8 @@ the ``[lightgbm]`` extra searches); or the first keeping the columns its leakage
 target with Spearman 0.98 and which mlflow-agentic leaves out by default); or the first with
 the stacking layer beside the greedy ensemble (``--stack``); or the first serving the average of
 its fold models instead of a refit (``--bag``), alone or with the stacking layer over them; or
-the first with the ``[catboost]`` extra installed (CatBoost searched beside the others: the
-suite refuses to run it without catboost, and every other variant with it, which the default
-install does not search)."""
+the first with CatBoost searched beside the others (the ``[catboost]`` extra; named, as
+CatBoost is searched on request only)."""
 NO_LIGHTGBM = "linear,random_forest,extra_trees,hist_gradient_boosting,xgboost"
 PORTFOLIOS = ROOT / "benchmarks" / "results" / "portfolio"
 CODE = subprocess.run(["git", "-C", str(ROOT), "describe", "--always", "--dirty"],
@@ -110,21 +109,29 @@ CODE = subprocess.run(["git", "-C", str(ROOT), "describe", "--always", "--dirty"
 def agentic_options(system: str, dataset: str) -> tuple[str, ...]:
     """The whole command as a user runs it (registration included, the default policy), with the
     variant's portfolio."""
-    import importlib.util
-
-    if (importlib.util.find_spec("catboost") is not None) != system.endswith("-catboost"):
-        raise SystemExit(f"{system}: catboost must be importable for the -catboost variant "
-                         "only (pip install catboost, or PYTHONPATH to a folder with it)")
     if AGENTIC[system] == "defaults":
         return ("--portfolio", "defaults")
     lodo = PORTFOLIOS / f"lodo-{dataset}.json"
     if not lodo.exists():  # a dataset the portfolio was not built from: the shipped one
         lodo = Path("builtin")
     trainers = ("--trainers", NO_LIGHTGBM) if system.endswith("no-lightgbm") else ()
+    if system.endswith("-catboost"):
+        trainers = ("--trainers", with_catboost())
     flagged = ("--keep-flagged-columns",) if system.endswith("keep-flagged") else ()
     stack = ("--stack",) if system.endswith("-stack") else ()
     bag = ("--bag",) if "-bag" in system else ()
     return ("--portfolio", str(lodo), *trainers, *flagged, *stack, *bag)
+
+
+def with_catboost() -> str:
+    """The default search's trainers and CatBoost (searched when named; the [catboost] extra)."""
+    import importlib.util
+
+    from mlflow_agentic.trainers import trainer_registry
+
+    if importlib.util.find_spec("catboost") is None:
+        raise SystemExit("mlflow-agentic-catboost: pip install -e '.[catboost]' first")
+    return ",".join([n for n, t in trainer_registry().items() if not t.on_request] + ["catboost"])
 
 
 def materialise(name: str, work: Path) -> Path:

@@ -15,6 +15,7 @@ from mlflow_agentic.trainers import get_trainer, resolve_trainers, trainer_regis
 
 BUILTIN = ["linear", "random_forest", "extra_trees", "hist_gradient_boosting", "xgboost",
            "lightgbm"]
+ON_REQUEST = ["catboost"]  # the [catboost] extra (in [dev]): searched when named
 
 
 def frame(task: str, n: int = 150, seed: int = 0) -> pd.DataFrame:
@@ -35,8 +36,19 @@ def test_builtins_are_registered():
     assert set(BUILTIN) <= set(trainer_registry())
 
 
+def test_catboost_is_searched_when_named_only():
+    assert set(BUILTIN + ON_REQUEST) <= set(trainer_registry())
+    assert "catboost" not in resolve_trainers(None, "binary")
+    assert resolve_trainers(["catboost", "linear"], "regression") == ["catboost", "linear"]
+    ds = Dataset.from_frame(frame("binary", n=400))
+    pipe = get_trainer("catboost").pipeline(ds, {}).fit(ds.X, ds.y)
+    model = pipe.named_steps["model"]  # stopped early on its own validation rows, like the others
+    assert model.estimator_.tree_count_ < get_trainer("catboost").defaults(ds)["iterations"]
+    assert model.estimator_.get_cat_feature_indices() == list(model.categorical)  # "cat"
+
+
 @pytest.mark.parametrize("task", ["binary", "multiclass", "regression"])
-@pytest.mark.parametrize("name", BUILTIN)
+@pytest.mark.parametrize("name", BUILTIN + ON_REQUEST)
 def test_unfitted_pipeline_fits_and_predicts(name, task):
     ds = Dataset.from_frame(frame(task))
     trainer = get_trainer(name)
@@ -51,7 +63,7 @@ def test_unfitted_pipeline_fits_and_predicts(name, task):
         assert pipe.predict_proba(ds.X.head(10)).shape == (10, 2)
 
 
-@pytest.mark.parametrize("name", BUILTIN)
+@pytest.mark.parametrize("name", BUILTIN + ON_REQUEST)
 def test_defaults_lie_in_the_space_that_scales_with_rows(name):
     small = Dataset.from_frame(frame("binary", n=200))
     large = Dataset.from_frame(frame("binary", n=60_000))
@@ -81,7 +93,7 @@ def test_trainer_selection_is_checked():
         resolve_trainers(["xgbost"], "binary")
 
 
-@pytest.mark.parametrize("name", ["hist_gradient_boosting", "lightgbm"])
+@pytest.mark.parametrize("name", ["hist_gradient_boosting", "lightgbm", "catboost"])
 def test_boosters_split_on_categories_not_on_their_codes_order(name):
     """A category's effect that no order of its codes makes monotone: a booster told the codes
     are categories finds it in a few splits; on codes alone it needs many. High-cardinality
@@ -95,8 +107,9 @@ def test_boosters_split_on_categories_not_on_their_codes_order(name):
     df["target"] = df["city"].map(effect) + 0.5 * df["x"] + rng.normal(scale=0.3, size=n)
     ds = Dataset.from_frame(df.iloc[:2000], target="target")
     test = df.iloc[2000:]
-    rounds = {"max_iter": 3} if name == "hist_gradient_boosting" else {"n_estimators": 3}
-    pipe = get_trainer(name).pipeline(ds, {"learning_rate": 0.3, **rounds})
+    rounds = {"hist_gradient_boosting": "max_iter", "catboost": "iterations"}.get(
+        name, "n_estimators")
+    pipe = get_trainer(name).pipeline(ds, {"learning_rate": 0.3, rounds: 3})
     names = list(pipe[:-1].fit(ds.X, ds.y).get_feature_names_out())
     model = pipe.named_steps["model"]
     marked = (model.categorical_features if name == "hist_gradient_boosting"

@@ -38,6 +38,9 @@ class Trainer:
     description: str = ""
     cost: int = 2
     """Relative cost of one fit at the defaults (1 cheap .. 3 expensive): seeds run cheap first."""
+    on_request: bool = False
+    """Searched only when named (``--trainers``), not by default: a trainer the benchmark
+    suite did not show to help on average for its fit time."""
     source: str = field(default="builtin", compare=False)
 
     def supports(self, task: str) -> bool:

@@ -65,10 +65,11 @@ def get_trainer(name: str) -> Trainer:
 
 
 def resolve_trainers(names: Iterable[str] | None, task: str) -> list[str]:
-    """The allowed trainer names for a task, in registry order, checked."""
+    """The allowed trainer names for a task, in registry order, checked; by default (``names``
+    None) every trainer for the task except those searched on request only."""
     registry = trainer_registry()
     if names is None:
-        return [n for n, t in registry.items() if t.supports(task)]
+        return [n for n, t in registry.items() if t.supports(task) and not t.on_request]
     names = list(dict.fromkeys(n.strip() for n in names if n and n.strip()))
     if not names:
         raise UserInputError(f"no trainers given. Valid: {', '.join(registry)}")
