@@ -186,7 +186,7 @@ def _kill(executor) -> None:
     ends."""
     import signal
 
-    results = getattr(executor, "_result_queue", None)
+    results = getattr(executor, "_result_queue", None)  # read now: shutdown drops it
     pids = [p.pid for p in list(getattr(executor, "_processes", {}).values())]
     pending = getattr(executor, "_pending_work_items", {})
     for key in [k for k, item in list(pending.items()) if item.future.cancelled()]:

@@ -8,6 +8,7 @@ model-version tags either way. A code-mode version is promoted only with
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import time
@@ -174,12 +175,14 @@ def _evaluation_data(tags: dict, data: str | None):
     if not run_id:
         raise UserInputError("this version records no search run (no search_run_id tag), so "
                              "there is no recorded holdout to evaluate on: pass --data PATH")
-    try:
-        with downloaded(run_id=run_id, artifact_path=HOLDOUT_ARTIFACT, purpose="holdout") as path:
-            return f"holdout of search run {run_id}", Dataset.from_path(path, target)
-    except (MlflowException, OSError) as exc:
-        raise UserInputError(f"search run {run_id} has no {HOLDOUT_ARTIFACT}: pass --data "
-                             f"PATH ({exc})") from exc
+    with contextlib.ExitStack() as folder:  # only the download's failure means "no holdout"
+        try:
+            path = folder.enter_context(downloaded(run_id=run_id, artifact_path=HOLDOUT_ARTIFACT,
+                                                   purpose="holdout"))
+        except (MlflowException, OSError) as exc:
+            raise UserInputError(f"search run {run_id} has no {HOLDOUT_ARTIFACT}: pass --data "
+                                 f"PATH ({exc})") from exc
+        return f"holdout of search run {run_id}", Dataset.from_path(path, target)
 
 
 def _score(model: str, mv, dataset, model_type: str, metric: str | None) -> Scored:

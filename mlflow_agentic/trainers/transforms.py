@@ -348,9 +348,9 @@ class InnerValidationEarlyStopping(BaseEstimator):
             return X
         frame = pd.DataFrame(np.asarray(X, dtype=float))
         frame.columns = [f"x{i}" for i in range(frame.shape[1])]
-        for i in categorical:  # codes are whole numbers; a missing level is -1
-            frame.iloc[:, i] = frame.iloc[:, i].fillna(-1)
-        return frame.astype({f"x{i}": "int64" for i in categorical})
+        codes = [f"x{i}" for i in categorical]  # whole numbers; a missing level is -1
+        frame[codes] = frame[codes].fillna(-1)
+        return frame.astype(dict.fromkeys(codes, "int64"))
 
     def predict(self, X):
         return self.estimator_.predict(self._inputs(X))
