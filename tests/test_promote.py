@@ -260,3 +260,15 @@ def test_a_version_not_above_the_trivial_baseline_on_its_holdout_gets_no_alias(
     better, note = models.register(info.model_uri, "weak", {**evidence,
                                                             "holdout_roc_auc": "0.61"})
     assert note == f"@challenger -> version {better.version}"
+
+
+def test_a_version_whose_search_run_lost_its_holdout_is_told_to_pass_data(tracking_uri):
+    """The gate scores on the search's recorded holdout; a run without one is a clear error
+    naming the run and ``--data PATH``, not a traceback."""
+    from mlflow_agentic.core.errors import UserInputError
+    from mlflow_agentic.tracking.promotion import _evaluation_data
+
+    client = mlflow.MlflowClient()
+    run = client.create_run(client.create_experiment("no-holdout")).info.run_id
+    with pytest.raises(UserInputError, match=f"search run {run} has no .*pass --data PATH"):
+        _evaluation_data({"search_run_id": run, "target": "y"}, None)
