@@ -53,6 +53,15 @@ def churn_frame() -> pd.DataFrame:
 
 
 @pytest.fixture(scope="session")
+def job_parts(churn_frame):
+    """A sandbox job's parts: 500 churn rows' features, labels, and three folds."""
+    train = churn_frame.iloc[:500]
+    features = train.drop(columns=["Churn", "customerID"])
+    y = (train["Churn"] == "Yes").astype(int).to_numpy()
+    return features, y, np.arange(len(train)) % 3
+
+
+@pytest.fixture(scope="session")
 def churn_small(churn_frame) -> Dataset:
     return Dataset.from_frame(churn_frame, name="churn")
 

@@ -39,14 +39,6 @@ def build_pipeline(columns):
 """
 
 
-@pytest.fixture(scope="module")
-def job_parts(churn_frame):
-    train = churn_frame.iloc[:500]
-    features = train.drop(columns=["Churn", "customerID"])
-    y = (train["Churn"] == "Yes").astype(int).to_numpy()
-    return features, y, np.arange(len(train)) % 3
-
-
 def job(job_parts, code: str, **changes) -> SandboxJob:
     """Fold 0's job: fit on the other folds' rows, predict fold 0's features (no labels)."""
     features, y, folds = job_parts

@@ -19,7 +19,9 @@ order, or regression values; the engine scores them against labels only it holds
 ``save_model`` ``model.pkl`` (the fitted pipeline, after a pickle round trip in here: the
 host stores those bytes and never loads them). The candidate's own prints go to
 ``candidate.log``, never to the result. The process ends with ``os._exit`` once the outputs
-are written: no exit handler or thread of the candidate's runs after them.
+are written: no exit handler or thread of the candidate's runs after them. With ``--hold`` (in
+a container) it prints ``READY`` and becomes ``sleep`` instead, until the host, having copied
+OUT_DIR out of the container (a size-capped tmpfs), removes the container.
 """
 
 from __future__ import annotations
@@ -35,8 +37,13 @@ import time
 import traceback
 from pathlib import Path
 
+READY = b"\nmlflow-agentic: outputs ready\n"
+"""Printed (with ``--hold``) once the outputs are written; the process then becomes ``sleep``
+so the host can copy the container's tmpfs output folder before removing it. A candidate that
+prints it early only makes the host read its own unfinished outputs."""
 
-def main(folder: str, out: str) -> int:
+
+def main(folder: str, out: str, hold: bool = False) -> int:
     folder_path, out_dir = Path(folder), Path(out)
     result: dict = {"stage": "start", "ok": False, "timings": {}}
     log = io.StringIO()
@@ -94,6 +101,12 @@ def main(folder: str, out: str) -> int:
     (out_dir / "candidate.log").write_text(log.getvalue()[-20000:])
     (out_dir / "result.json").write_text(json.dumps(result))
     sys.stdout.flush()
+    if hold:  # a container: its output folder is a tmpfs, read while the container lives
+        os.write(1, READY)
+        with contextlib.suppress(OSError):  # exec ends every thread of the candidate's
+            os.execv("/bin/sleep", ["sleep", "100000"])
+        while True:
+            time.sleep(3600)
     os._exit(0)  # not sys.exit: no atexit handler or thread of the candidate outlives this
     return 0
 
@@ -128,4 +141,4 @@ def _features(model, sample) -> list[str]:
 
 
 if __name__ == "__main__":
-    sys.exit(main(*sys.argv[1:3]))
+    sys.exit(main(sys.argv[1], sys.argv[2], "--hold" in sys.argv[3:]))

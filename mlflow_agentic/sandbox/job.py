@@ -11,7 +11,9 @@ every prediction against labels only it holds. The host never unpickles what a j
 from __future__ import annotations
 
 import contextlib
+import io
 import json
+import os
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -21,6 +23,13 @@ import numpy as np
 import pandas as pd
 
 from mlflow_agentic.core.errors import AgenticError
+from mlflow_agentic.sandbox.cleanup import STAGED_PREFIX
+from mlflow_agentic.sandbox.outputs import (
+    LOG_BYTES,
+    RESULT_BYTES,
+    Outputs,
+    prediction_bytes,
+)
 
 HARNESS = Path(__file__).with_name("harness.py")
 MAX_LOG_CHARS = 20_000
@@ -64,10 +73,21 @@ class SandboxJob:
     def n_outputs(self) -> int:
         return 0 if self.task == "regression" else len(self.classes)
 
+    def caps(self, model_bytes: int) -> dict[str, int]:
+        """The only files the host reads back, each with the most bytes it may hold:
+        ``model_bytes`` for a saved model (the sandbox's output limit)."""
+        caps = {"result.json": RESULT_BYTES, "candidate.log": LOG_BYTES}
+        if self.rows is not None:
+            caps["pred.npy"] = prediction_bytes(len(self.rows), self.n_outputs)
+        if self.save_model:
+            caps["model.pkl"] = model_bytes
+        return caps
+
     @contextlib.contextmanager
     def staged(self):
-        """The job's files in a fresh temporary folder (``write``), removed afterwards."""
-        folder = Path(tempfile.mkdtemp(prefix="mlflow-agentic-sandbox-"))
+        """The job's files in a fresh temporary folder (``write``), removed afterwards; named
+        with this process's pid, so a killed search's folders are found (``cleanup``)."""
+        folder = Path(tempfile.mkdtemp(prefix=f"{STAGED_PREFIX}{os.getpid()}-"))
         try:
             yield self.write(folder)
         finally:
@@ -123,28 +143,38 @@ class SandboxResult:
     limits: dict[str, str] = field(default_factory=dict)
 
     @classmethod
-    def read(cls, out: Path, job: SandboxJob, label: str, seconds: float,
+    def read(cls, outputs: Outputs, job: SandboxJob, label: str, seconds: float,
              limits: dict[str, str], killed: str | None = None,
              logs: str = "") -> SandboxResult:
-        """The harness's files in ``out``; ``killed``: why the runner stopped it first."""
-        result_file = out / "result.json"
-        log = _text(out / "candidate.log")
-        if killed is not None or not result_file.exists():
+        """The harness's files as the host took them (``outputs``: regular files within their
+        caps, the rest refused with a reason); ``killed``: why the runner stopped it first."""
+        log = outputs.files.get("candidate.log", b"").decode(errors="replace")[-MAX_LOG_CHARS:]
+        refused = outputs.problem(outputs.refused)
+        if refused is not None:
+            return cls(False, "outputs", label, error=refused, seconds=seconds,
+                       log=log, limits=limits)
+        if killed is not None or "result.json" not in outputs.files:
             return cls(False, "killed" if killed else "crashed", label,
                        error=killed or f"the sandbox ended without a result: {logs[-1500:]}",
                        seconds=seconds, log=(log + logs)[-MAX_LOG_CHARS:], limits=limits)
         common = dict(seconds=seconds, log=log, limits=limits)
         try:
-            data = json.loads(result_file.read_text()[:200_000])
+            data = json.loads(outputs.files["result.json"].decode())
+            if not isinstance(data, dict):
+                raise ValueError("result.json is not an object")
             if not data.get("ok"):
-                return cls(False, str(data.get("stage", "?")), label,
-                           error=str(data.get("error")), traceback=data.get("traceback"),
-                           **common)
-            predictions = (_predictions(out / "pred.npy", job)
+                return cls(False, str(data.get("stage", "?"))[:100], label,
+                           error=str(data.get("error"))[:2000],
+                           traceback=str(data.get("traceback") or "")[-8000:] or None, **common)
+            predictions = (_predictions(outputs.files.get("pred.npy"), job)
                            if job.rows is not None else None)
-            model = (out / "model.pkl").read_bytes() if job.save_model else None
+            model = None
+            if job.save_model:
+                if "model.pkl" not in outputs.files:
+                    raise ValueError("no model.pkl")
+                model = outputs.files["model.pkl"]
             features = [str(f)[:200] for f in list(data.get("features") or [])[:500]]
-        except (OSError, ValueError, TypeError, AttributeError) as exc:
+        except (UnicodeDecodeError, ValueError, TypeError, AttributeError) as exc:
             return cls(False, "outputs", label, error=f"unreadable outputs: {exc}", **common)
         return cls(True, "done", label, predictions=predictions, model_bytes=model,
                    features=features, **common)
@@ -166,22 +196,14 @@ class SandboxResult:
                    log=log, limits=first.limits)
 
 
-def _text(path: Path) -> str:
-    try:
-        with path.open(errors="replace") as handle:
-            return handle.read(MAX_LOG_CHARS)
-    except OSError:
-        return ""
-
-
-def _predictions(path: Path, job: SandboxJob) -> np.ndarray:
+def _predictions(data: bytes | None, job: SandboxJob) -> np.ndarray:
     """``pred.npy`` as the job asked for it: one finite value (regression) or one probability
     per class for each row; anything else is the candidate's failure, not a number."""
     n, k = len(job.rows), job.n_outputs
     expected = (n, k) if k else (n,)
-    if path.stat().st_size > 8 * n * max(k, 1) + 4096:  # read nothing larger than it can be
-        raise ValueError(f"pred.npy is {path.stat().st_size} bytes, more than {n} rows need")
-    values = np.load(path, allow_pickle=False)
+    if data is None:
+        raise ValueError("no pred.npy")
+    values = np.load(io.BytesIO(data), allow_pickle=False)
     if values.shape != expected or values.dtype.kind not in "fiu":
         raise ValueError(f"predictions of shape {values.shape} ({values.dtype}), expected "
                          f"{expected} numbers")

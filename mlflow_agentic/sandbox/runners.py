@@ -5,23 +5,31 @@ harness on the same files. ``run_all`` runs several jobs at once (a candidate's 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
+import tarfile
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 
+from mlflow_agentic.sandbox import cleanup
+from mlflow_agentic.sandbox.harness import READY
 from mlflow_agentic.sandbox.image import default_image
 from mlflow_agentic.sandbox.job import SandboxJob, SandboxResult, SandboxUnavailable
+from mlflow_agentic.sandbox.outputs import Outputs, read_archive, read_folder
 
 THREADS = {**{v: "1" for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")},
            "JOBLIB_MULTIPROCESSING": "0"}
 """The whole environment a candidate gets (besides HOME): no secrets, one thread per library
 (on a busy machine OpenMP threads spin against each other), and joblib told up front that
 there is no /dev/shm for process pools (it would warn in every log)."""
+
+POLL_SECONDS = 0.2
+"""How often the host looks whether a container's outputs are ready."""
 
 
 @dataclass(frozen=True)
@@ -35,6 +43,9 @@ class Limits:
     empty)."""
     timeout: float = 600.0
     """Wall-clock seconds per container (one CV fold, the refit, or one prediction)."""
+    outputs: str = "512m"
+    """The tmpfs the harness writes its outputs to (the fitted model's pickle the largest):
+    a candidate cannot write more, and the host reads no file beyond it."""
 
     def tags(self) -> dict[str, str]:
         return {f"sandbox.{k}": str(v) for k, v in asdict(self).items()}
@@ -67,6 +78,7 @@ class DockerSandbox:
                 "and build the image (mlflow-agentic sandbox build), or pass "
                 "--allow-host-execution to run candidates in a plain subprocess (no "
                 "isolation; runs are tagged sandbox=host)") from exc
+        cleanup.sweep(self._client)  # what searches killed earlier left behind
         try:
             self._client.images.get(self.image)
         except docker.errors.ImageNotFound as exc:
@@ -83,6 +95,7 @@ class DockerSandbox:
 
         if self._client is None:
             self.check()
+        cleanup.ensure_watchdog()
         client = docker.from_env(timeout=30)
         try:
             with job.staged() as paths:
@@ -91,40 +104,94 @@ class DockerSandbox:
             client.close()
 
     def _run(self, client, job: SandboxJob, paths: dict) -> SandboxResult:
-        import requests
-
+        """The container writes its outputs to a size-capped tmpfs (``Limits.outputs``) and
+        holds when done; the host copies that folder out as a tar stream (``outputs``: only
+        expected regular files within their caps) and removes the container."""
         lim = self.limits
         mounts = {str(path): {"bind": f"/sandbox/{path.name}", "mode": "ro"}
                   for key, path in paths.items() if key != "out"}
-        mounts[str(paths["out"])] = {"bind": "/sandbox/out", "mode": "rw"}
         started = time.perf_counter()
         container = client.containers.run(
-            self.image, ["python3", "/sandbox/harness.py", "/sandbox", "/sandbox/out"],
+            self.image, ["python3", "/sandbox/harness.py", "/sandbox", "/sandbox/out", "--hold"],
             detach=True, network_mode="none", mem_limit=lim.memory, memswap_limit=lim.memory,
             nano_cpus=int(lim.cpus * 1e9), pids_limit=lim.pids, read_only=True,
             cap_drop=["ALL"], security_opt=["no-new-privileges"], ipc_mode="none",
-            tmpfs={"/tmp": f"size={lim.scratch}", "/dev/mqueue": "ro,size=4k"},
-            volumes=mounts,
+            tmpfs={"/tmp": f"size={lim.scratch}", "/dev/mqueue": "ro,size=4k",
+                   "/sandbox/out": f"size={lim.outputs},mode=1777"},
+            volumes=mounts, log_config={"type": "json-file",
+                                        "config": {"max-size": "1m", "max-file": "1"}},
             environment={**THREADS, "HOME": "/tmp"}, user="65534:65534", working_dir="/tmp",
-            labels={"mlflow-agentic": "candidate"})
-        killed = None
+            labels={cleanup.LABEL: "candidate", cleanup.OWNER: cleanup.owner_token(),
+                    cleanup.STAGED: str(paths["out"].parent)})
+        cleanup.LIVE.add(container)
         try:
-            try:
-                status = container.wait(timeout=lim.timeout)
-            except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError):
-                container.kill()
-                killed = f"wall-clock limit: killed after {lim.timeout:g}s"
-                status = {"StatusCode": 137}
-            container.reload()
-            if killed is None and container.attrs["State"].get("OOMKilled"):
-                killed = f"memory limit: killed at {lim.memory} (out of memory)"
-            elif killed is None and status.get("StatusCode") == 137:
-                killed = "killed (exit 137: memory or pids limit)"
+            killed, ready = self._wait(container, time.monotonic() + lim.timeout)
+            outputs = Outputs()
+            if ready:
+                outputs = _copy_out(client, container, job.caps(_bytes(lim.outputs)))
             logs = container.logs(tail=200).decode(errors="replace")
+        except Exception as exc:  # noqa: BLE001 - removed with its search (stop_all)
+            killed, logs = f"the container was stopped ({type(exc).__name__})", ""
         finally:
-            container.remove(force=True)
-        return SandboxResult.read(paths["out"], job, self.label, time.perf_counter() - started,
+            cleanup.LIVE.discard(container)
+            with contextlib.suppress(Exception):
+                container.remove(force=True)
+        logs = logs.replace(READY.decode().strip(), "").strip()
+        return SandboxResult.read(outputs, job, self.label, time.perf_counter() - started,
                                   {"sandbox.image": self.image, **lim.tags()}, killed, logs)
+
+    def _wait(self, container, deadline: float) -> tuple[str | None, bool]:
+        """``(killed, ready)``: wait until the harness says its outputs are written, the
+        container ends (a crash, a limit), or the wall-clock limit passes (killed)."""
+        import requests
+
+        lim = self.limits
+        while True:
+            try:
+                status = container.wait(timeout=POLL_SECONDS)
+            except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError):
+                status = None
+            if status is None and READY in container.logs(stdout=True, stderr=False,
+                                                          tail=3):
+                return None, True
+            if status is not None:  # ended without holding: a crash or a limit
+                container.reload()
+                if container.attrs["State"].get("OOMKilled"):
+                    return f"memory limit: killed at {lim.memory} (out of memory)", False
+                if status.get("StatusCode") == 137:
+                    return "killed (exit 137: memory or pids limit)", False
+                return None, False
+            if time.monotonic() > deadline:
+                container.kill()
+                return f"wall-clock limit: killed after {lim.timeout:g}s", False
+
+    def stop_all(self) -> int:
+        """Stop every container of this process now (Ctrl-C, the search's end)."""
+        return cleanup.LIVE.stop_all()
+
+
+def _copy_out(client, container, caps: dict[str, int]) -> Outputs:
+    """The container's output folder as a tar stream, made inside by ``tar`` (which archives a
+    link or a FIFO as what it is) and read here by ``read_archive``: nothing is written on the
+    host, nothing is followed."""
+    exec_id = client.api.exec_create(container.id, ["/bin/tar", "-C", "/sandbox", "-cf", "-",
+                                                    "out"], stdout=True, stderr=False)["Id"]
+    stream = client.api.exec_start(exec_id, stream=True)
+    try:
+        outputs = read_archive(stream, caps)
+    except (tarfile.TarError, EOFError, OSError) as exc:
+        outputs = Outputs(refused={"result.json": f"the output folder could not be copied "
+                                                  f"out ({type(exc).__name__}: {exc})"})
+    return outputs
+
+
+def _bytes(size: str) -> int:
+    """Docker's size words (``256m``, ``2g``, ``512k``, bytes) as bytes."""
+    size = str(size).strip().lower().removesuffix("b")
+    units = {"k": 1024, "m": 1024 ** 2, "g": 1024 ** 3}
+    if size and size[-1] in units:
+        return int(float(size[:-1]) * units[size[-1]])
+    return int(size)
 
 
 class HostSandbox:
@@ -157,7 +224,8 @@ class HostSandbox:
             os.killpg(proc.pid, signal.SIGKILL)
             out, _ = proc.communicate()
             killed = f"wall-clock limit: killed after {self.limits.timeout:g}s"
-        return SandboxResult.read(paths["out"], job, self.label, time.perf_counter() - started,
+        outputs = read_folder(paths["out"], job.caps(_bytes(self.limits.outputs)))
+        return SandboxResult.read(outputs, job, self.label, time.perf_counter() - started,
                                   {"sandbox.timeout": str(self.limits.timeout)}, killed,
                                   out.decode(errors="replace"))
 
@@ -175,5 +243,12 @@ def run_all(sandbox, jobs: Sequence[SandboxJob], parallel: int = 1) -> list[Sand
     """Each job in a fresh sandbox, ``parallel`` at a time; results in the jobs' order."""
     if parallel <= 1 or len(jobs) <= 1:
         return [sandbox.run(job) for job in jobs]
-    with ThreadPoolExecutor(min(parallel, len(jobs))) as pool:
+    pool = ThreadPoolExecutor(min(parallel, len(jobs)))
+    try:
         return list(pool.map(sandbox.run, jobs))
+    except BaseException:  # Ctrl-C, SIGTERM: stop the containers now, not at their timeout
+        pool.shutdown(wait=False, cancel_futures=True)
+        getattr(sandbox, "stop_all", lambda: 0)()
+        raise
+    finally:
+        pool.shutdown(wait=True)
