@@ -120,8 +120,8 @@ def test_the_registered_code_model_serves_over_http(churn_code, churn_rows, tmp_
 
 def leak_critic(user: str) -> dict:
     """Objects to a candidate whose features use the flagged column, and pivots to drop it."""
-    features = section(user, "Features the candidate's pipeline makes") or []
-    if any("refund_flag" in f for f in features):
+    features = section(user, "Features the candidate's pipeline makes") or {}
+    if "refund_flag" in features.get("input columns the feature names mention", []):
         return {"accept": False, "note": "uses refund_flag, which the findings flag",
                 "pivot": {"drop_columns": ["refund_flag"], "cv_advice": ""}}
     return {"accept": True, "note": "no flagged column used", "pivot": None}
@@ -190,3 +190,112 @@ def test_no_docker_means_no_code_mode_and_host_runs_are_labelled(tmp_path, churn
         register=False)
     (attempt,) = result.run.attempts
     assert attempt.status == "verified" and attempt.tags["sandbox"] == "host"
+
+
+EXFILTRATE = '''
+import pandas as pd
+from sklearn.base import BaseEstimator, TransformerMixin, clone
+from sklearn.compose import make_column_selector, make_column_transformer
+from sklearn.impute import SimpleImputer
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import OneHotEncoder, StandardScaler
+
+PREP = make_column_transformer(
+    (make_pipeline(SimpleImputer(), StandardScaler()),
+     make_column_selector(dtype_include="number")),
+    (OneHotEncoder(handle_unknown="ignore"), make_column_selector(dtype_exclude="number")))
+
+
+def row_keys(X):
+    return ["k" + format(int(h), "016x")[:10]
+            for h in pd.util.hash_pandas_object(X.reset_index(drop=True), index=False)]
+
+
+class Exfiltrate(BaseEstimator, TransformerMixin):
+    """Honest features, and as their "names" the keys of the positive training rows."""
+
+    def fit(self, X, y=None):
+        self.prep_ = clone(PREP).fit(X, y)
+        self.keys_ = [k for k, label in zip(row_keys(X), y) if label == "Yes"]
+        return self
+
+    def transform(self, X):
+        return self.prep_.transform(X)
+
+    def get_feature_names_out(self, input_features=None):
+        return ["_".join(self.keys_[i:i + 18]) for i in range(0, len(self.keys_), 18)]
+
+
+def build_pipeline(columns):
+    return make_pipeline(Exfiltrate(), LogisticRegression(max_iter=2000))
+'''
+
+KEY = r"k[0-9a-f]{10}"
+
+
+def self_grading(user: str) -> str:
+    """The coder a leak would feed: rows whose key it was told are predicted positive."""
+    import re
+
+    keys = sorted(set(re.findall(KEY, user)))
+    return EXFILTRATE.split("def row_keys")[0] + f'''
+KEYS = set({keys!r})
+
+
+def row_keys(X):
+    return ["k" + format(int(h), "016x")[:10]
+            for h in pd.util.hash_pandas_object(X.reset_index(drop=True), index=False)]
+
+
+class SelfGraded(BaseEstimator):
+    def fit(self, X, y):
+        self.model_ = make_pipeline(clone(PREP), LogisticRegression(max_iter=2000)).fit(X, y)
+        self.classes_ = self.model_.classes_
+        return self
+
+    def predict_proba(self, X):
+        proba = self.model_.predict_proba(X)
+        yes = list(self.classes_).index("Yes")
+        for i, key in enumerate(row_keys(X)):
+            if key in KEYS:
+                proba[i] = 0.0
+                proba[i, yes] = 1.0
+        return proba
+
+
+def build_pipeline(columns):
+    return SelfGraded()
+'''
+
+
+def relaying_critic(user: str) -> dict:
+    """A critic that repeats whatever row keys reach its prompt, in its note and its pivot's
+    advice (which every later coder prompt carries)."""
+    import re
+
+    keys = " ".join(sorted(set(re.findall(KEY, user))))
+    return {"accept": True, "note": f"features {keys}"[:2000],
+            "pivot": {"drop_columns": [], "cv_advice": f"use these rows: {keys}"}}
+
+
+def test_w3_a_candidate_cannot_grade_itself_through_the_critic(tmp_path, churn_rows,
+                                                               docker_sandbox):
+    """Candidate 1 returns, as its feature names, keys of the positive training rows; a
+    relaying critic and coder would build candidate 2 from them (0.96 CV where 0.84 is
+    honest). The critic sees a summary the host builds, so no key reaches any prompt."""
+    import re
+
+    team = CodeTeam(["exfiltrate", "self graded"],
+                    {"exfiltrate": EXFILTRATE, "self graded": self_grading},
+                    critic=relaying_critic)
+    result, server = code_search(f"sqlite:///{tmp_path / 'mlflow.db'}", churn_rows, team,
+                                 CodeOptions(max_experiments=2, limits=CODE.limits),
+                                 register=False)
+    first, second = result.run.attempts
+    made = json.loads(first.artifacts["sandbox/features.json"])
+    assert len(re.findall(KEY, " ".join(made))) > 100  # the attack was made (kept as a log)
+    prompts = [m["content"] for body in server.requests for m in body["messages"]]
+    assert not any(re.search(KEY, p) for p in prompts)  # and reached no prompt
+    assert first.status == second.status == "verified"
+    assert second.score < first.score + 0.02  # no better than the honest features

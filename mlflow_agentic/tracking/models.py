@@ -218,7 +218,7 @@ def register(model_uri: str, name: str, tags: dict[str, Any], alias: str = DEFAU
         client.update_model_version(name, mv.version, description=description)
     if model_description:
         client.update_registered_model(name, description=model_description)
-    below = _not_above_baseline(tags)
+    below = _not_above_baseline(tags) or _self_deceived(tags)
     if below:
         note = f"@{alias} not moved to version {mv.version}: {below}"
         client.set_model_version_tag(name, mv.version, ev.ALIAS_DECISION, note)
@@ -256,6 +256,15 @@ def _not_above_baseline(tags: dict[str, Any]) -> str:
         return ""
     return (f"its sealed-holdout {metric} {holdout:.4f} is not above the trivial baseline "
             f"{base:.4f} (a model no better than a constant is not a challenger)")
+
+
+def _self_deceived(tags: dict[str, Any]) -> str:
+    """Why a version whose CV the sealed holdout contradicts earns no alias, whoever chose it
+    (a submitter's choice included): '' when the gap is within its limit or unknown."""
+    if str(tags.get(ev.SELF_DECEIVED, "")).lower() != "true":
+        return ""
+    return (f"its holdout gap {tags.get(ev.GAP, '?')} is above the limit: CV flattered it "
+            "(self-deceived), so it does not challenge; the version keeps its evidence")
 
 
 def _better_holder(client, name: str, alias: str, tags: dict[str, Any]):

@@ -8,6 +8,7 @@ any proposer exists and scored after the search).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 
 import sklearn
@@ -91,16 +92,49 @@ def _user(*parts: tuple[str, object]) -> dict:
         for title, value in parts)}
 
 
-def attempt_lines(history: Sequence, notes: dict[int, str]) -> list[dict]:
+MESSAGE_CHARS = 240
+"""The most of an error message a prompt carries (after ``clean_message``)."""
+_QUOTED = re.compile(r"""(['"])(.*?)\1""")
+_DATA_LIKE = re.compile(r"\d{7,}|(?=[0-9a-fA-F]*\d)(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{8,}")
+
+
+def clean_message(text: str, columns: Sequence[str] = (), code: str = "") -> str:
+    """An error as a prompt may carry it: one line, at most ``MESSAGE_CHARS``; quoted text
+    kept only when it names an input column or is written in the attempt's ``code`` (else
+    ``<value>``: it may be a cell), and tokens
+    that look like data (longer than 30 characters, runs of 8 hex or 7 decimal digits) replaced.
+    What a candidate computes from its training rows cannot ride an exception into a prompt."""
+    known = set(columns)
+    text = _QUOTED.sub(lambda m: m.group(0) if m.group(2) in known or (
+        m.group(2) and len(m.group(2)) <= 40 and m.group(2) in code) else "<value>",
+                       " ".join(str(text).split()))
+    tokens = [("<data>" if len(t) > 30 or _DATA_LIKE.search(t) else t) for t in text.split()]
+    kept = [t for i, t in enumerate(tokens) if not (t == "<data>" and i and tokens[i - 1] == t)]
+    line = " ".join(kept)
+    return line if len(line) <= MESSAGE_CHARS else line[:MESSAGE_CHARS - 3] + "..."
+
+
+def feature_summary(features: Sequence[str], columns: Sequence[str]) -> dict:
+    """What the critic learns of a candidate's features: how many, and which input columns
+    their names mention (the host's own names, matched). Never the names themselves: a
+    candidate writes them, and could write its training rows' labels into them."""
+    features = [str(f) for f in features]
+    used = [c for c in columns if any(c in f for f in features)]
+    return {"features made": len(features), "input columns the feature names mention": used,
+            "input columns no feature name mentions": [c for c in columns if c not in used]}
+
+
+def attempt_lines(history: Sequence, notes: dict[int, str],
+                  columns: Sequence[str] = ()) -> list[dict]:
     """What earlier code attempts taught: hypothesis, CV score, verdict, error, critic note."""
     lines = []
     for a in history:
         entry = {"attempt": a.index, "hypothesis": a.params.get("hypothesis", a.candidate.trainer),
-                 "status": a.status, "verdict": a.verdict.reason[:300]}
+                 "status": a.status, "verdict": clean_message(a.verdict.reason, columns)}
         if not a.failed and a.pruned is None:
             entry.update(cv_score=round(a.score, 4), cv_std=round(a.score_std, 4))
         if a.error:
-            entry["error"] = a.error[:600]
+            entry["error"] = clean_message(a.error, columns, a.candidate.code or "")
         if a.index in notes:
             entry["critic"] = notes[a.index][:400]
         lines.append(entry)
@@ -131,7 +165,7 @@ def coder_messages(facts: dict, hypothesis: Hypothesis, history: Sequence,
             _user(("Task facts", facts), ("Input columns", columns),
                   ("Hypothesis", hypothesis.model_dump()),
                   ("Earlier attempts (learn from their scores and errors)",
-                   attempt_lines(history, notes)),
+                   attempt_lines(history, notes, list(columns))),
                   ("Constraints", constraints(dropped, cv_advice)))]
 
 
@@ -147,10 +181,10 @@ def critic_messages(findings: list[dict], record, features: Sequence[str],
         '{"accept": bool, "note": str, ' + pivot + "}"),
         _user(("Findings about the training data", findings),
               ("Input columns", list(columns)),
-              ("Features the candidate's pipeline makes", list(features)[:200]),
+              ("Features the candidate's pipeline makes", feature_summary(features, columns)),
               ("Attempt", {"index": record.index, "status": record.status,
                            "cv_score": None if record.failed else round(record.score, 4),
-                           "verdict": record.verdict.reason[:300]}))]
+                           "verdict": clean_message(record.verdict.reason, columns)}))]
 
 
 def submitter_messages(findings: list[dict], history: Sequence, notes: dict[int, str]
