@@ -272,3 +272,42 @@ def test_a_version_whose_search_run_lost_its_holdout_is_told_to_pass_data(tracki
     run = client.create_run(client.create_experiment("no-holdout")).info.run_id
     with pytest.raises(UserInputError, match=f"search run {run} has no .*pass --data PATH"):
         _evaluation_data({"search_run_id": run, "target": "y"}, None)
+
+
+def test_w6_a_deeper_forgery_with_edited_run_tags_is_refused_by_the_models_digest(
+        gate, churn_frame):
+    """W6: the real search run's registered_version and the real attempt's model_uri tags
+    edited to point at a hand-made model registered under the real attempt's run id. The
+    tags agree now; the model's files do not match the digest the attempt run logged as a
+    param when the search logged its model (params cannot be changed)."""
+    client = gate["client"]
+    real = client.get_model_version(NAME, "2")
+    attempt = client.get_run(real.run_id)
+    search_run = attempt.data.tags["mlflow.parentRunId"]
+    assert len(attempt.data.params["model_sha256"]) == 64
+    version = hand_registered(gate, churn_frame, run_id=real.run_id)
+    forged = client.get_model_version(NAME, version)
+    client.set_tag(search_run, "registered_version", version)
+    client.set_tag(real.run_id, "model_uri", forged.source)
+    with pytest.raises(mlflow.exceptions.MlflowException):
+        client.log_param(real.run_id, "model_sha256", "0" * 64)  # immutable once logged
+    try:
+        result = promote(gate, "--dry-run")
+        assert result.exit_code == 1, result.output
+        assert "are not the model its search logged" in result.output
+        assert "would promote" not in result.output
+    finally:
+        client.set_tag(search_run, "registered_version", "2")
+        client.set_tag(real.run_id, "model_uri", real.source)
+
+
+def test_a_fresh_holdout_score_unlike_the_recorded_one_is_refused():
+    from mlflow_agentic.tracking.promotion import _score_moved
+
+    evidence = {"holdout_roc_auc": "0.8543"}
+    on_holdout = "holdout of search run abc"
+    assert _score_moved(evidence, "roc_auc", 0.85434, on_holdout) == ""
+    moved = _score_moved(evidence, "roc_auc", 0.5604, on_holdout)
+    assert "0.5604" in moved and "0.8543" in moved and "refused" in moved
+    assert _score_moved(evidence, "roc_auc", 0.5604, "file new.csv") == ""  # other rows
+    assert _score_moved({"holdout_rmse": "145.2"}, "rmse", 145.21, on_holdout) == ""

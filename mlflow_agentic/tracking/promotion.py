@@ -28,6 +28,9 @@ from mlflow_agentic.tracking.provenance import provenance
 from mlflow_agentic.tracking.versions import version_outputs
 
 HOLDOUT_ARTIFACT = ev.HOLDOUT_ARTIFACT
+SCORE_TOLERANCE = 1e-3
+"""How far a fresh holdout score may sit from the recorded one (the recorded one is rounded to
+4 decimals; relative to the score's size above 1, e.g. RMSE)."""
 
 
 @dataclass(frozen=True)
@@ -61,7 +64,8 @@ def promote(model: str, *, from_alias: str = "challenger", to_alias: str = "cham
     champion = _version_by_alias(client, model, to_alias, required=False)
     origin = provenance(client, challenger)
     tags = origin.evidence
-    refusal = _untrusted(origin, tags, accept_generated_code, challenger.version)
+    refusal = (_untrusted(origin, tags, accept_generated_code, challenger.version)
+               or _other_model(model, challenger, tags))
     if refusal:  # nothing is loaded or scored for a version its runs do not vouch for
         outcome = Promotion(model, str(challenger.version),
                             None if champion is None else str(champion.version),
@@ -76,7 +80,10 @@ def promote(model: str, *, from_alias: str = "challenger", to_alias: str = "cham
     metric = tags.get(ev.METRIC) or None
     mine = _score(model, challenger, dataset, model_type, metric)
     metric = mine.evaluation.metric
-    if champion is not None and champion.version == challenger.version:
+    moved = _score_moved(tags, metric, mine.evaluation.score, frame_source)
+    if moved:
+        decision = Decision(False, [moved], metric, mine.evaluation.score)
+    elif champion is not None and champion.version == challenger.version:
         decision = Decision(False, [f"version {challenger.version} is already @{to_alias}"],
                             metric, mine.evaluation.score, mine.evaluation.score)
     else:
@@ -129,6 +136,38 @@ def _untrusted(origin, evidence: dict, accept_generated_code: bool, version) -> 
                 "anyway (recorded on the version with who and when), and serve it inside a "
                 "container"]
     return []
+
+
+def _other_model(model: str, version, evidence: dict) -> list[str]:
+    """Why the version's files are not the model its search logged ([] when they are): the
+    digest recorded as a param of the attempt run when the model was logged."""
+    from mlflow_agentic.tracking.artifacts import model_sha256
+
+    recorded = evidence.get(ev.MODEL_SHA256)
+    if not recorded:
+        return [f"version {version.version}'s source run records no {ev.MODEL_SHA256} (the "
+                "digest of the model it logged), so its files cannot be checked; run the "
+                "search again to register a version the gate can verify"]
+    actual = model_sha256(f"models:/{model}/{version.version}")
+    if actual != recorded:
+        return [f"version {version.version}'s files (sha256 {actual[:12]}) are not the model "
+                f"its search logged (sha256 {recorded[:12]}): refused"]
+    return []
+
+
+def _score_moved(evidence: dict, metric: str, fresh: float, data: str) -> str:
+    """Why a fresh score on the recorded holdout contradicts the one the search recorded for
+    this model ('' when it agrees, or when the rows are another file)."""
+    recorded = evidence.get(ev.holdout(metric))
+    if not data.startswith("holdout of") or recorded is None:
+        return ""
+    recorded_score = float(recorded)
+    if math.isfinite(fresh) and abs(fresh - recorded_score) <= SCORE_TOLERANCE * max(
+            1.0, abs(recorded_score)):
+        return ""
+    return (f"scored now on the search's own holdout, this version gives {metric} "
+            f"{fresh:.4f}, but its search recorded {recorded_score:.4f} for the model it "
+            "registered: the version is not that model; refused")
 
 
 def _record_acceptance(client, model: str, version) -> None:

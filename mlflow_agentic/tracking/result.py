@@ -20,6 +20,7 @@ from mlflow_agentic.core.settings import register_policy
 from mlflow_agentic.core.types import AttemptRecord, EngineeringRun
 from mlflow_agentic.scoring.holdout import explain_gap
 from mlflow_agentic.tracking import models, versions
+from mlflow_agentic.tracking.artifacts import model_sha256
 from mlflow_agentic.tracking.leaderboard import log_leaderboard
 from mlflow_agentic.trainers.registry import model_requirements
 
@@ -89,6 +90,8 @@ def _log_on_selected(rec, run: EngineeringRun, report, holdout,
         rec.call("logging the training dataset", mlflow.log_input, rec.dataset_input,
                  context="training")
         tags = {"model_uri": info.model_uri, "mlflow.note.content": _selected_note(run, report)}
+        params = {ev.MODEL_SHA256: rec.call("reading the logged model back", model_sha256,
+                                            info.model_uri)}
         metrics = {}
         if holdout is not None:
             tags.update(log_diagnostics(rec, run.model, ctx.dataset, holdout, run.metric,
@@ -97,7 +100,7 @@ def _log_on_selected(rec, run: EngineeringRun, report, holdout,
             s = report.selected if report is not None else None
             if s is not None and s.error is None:  # MLflow's evaluator logs its own, unrounded
                 metrics[ev.holdout(run.metric)] = ev.shown(s.holdout)
-        rec.log(run_id, metrics, {}, tags)
+        rec.log(run_id, metrics, params, tags)
     return Registration(info.model_uri)
 
 
