@@ -19,6 +19,7 @@ from mlflow_agentic.core.errors import UserInputError
 from mlflow_agentic.frontdoor.api import search
 from mlflow_agentic.proposers.factory import CodeOptions, LLMOptions
 from mlflow_agentic.sandbox import Limits
+from mlflow_agentic.tracking.serving import ACCEPT_ENV
 from tests.fakes.code_team import BROKEN, CHARGES_PER_MONTH, PLAIN, CodeTeam, section
 from tests.fakes.openai_server import ScriptedOpenAI
 from tests.servers import free_port, running_server
@@ -102,7 +103,7 @@ def test_each_code_attempt_keeps_its_code_plan_critic_note_and_sandbox_limits(ch
 def test_the_registered_code_model_serves_over_http(churn_code, churn_rows, tmp_path):
     uri, result, _, _ = churn_code
     port = free_port()
-    env = {**os.environ, "MLFLOW_TRACKING_URI": uri,
+    env = {**os.environ, "MLFLOW_TRACKING_URI": uri, ACCEPT_ENV: "1",
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     command = [str(Path(sys.executable).parent / "mlflow"), "models", "serve", "-m",
                "models:/churn-code@challenger", "--env-manager", "local", "-h", "127.0.0.1",
@@ -116,6 +117,69 @@ def test_the_registered_code_model_serves_over_http(churn_code, churn_rows, tmp_
     served = response.json()["predictions"]
     assert served == list(result.run.model.predict(rows))
     assert set(served) <= {"Yes", "No"}
+
+
+def test_a_code_model_loads_only_where_its_code_is_accepted(churn_code, monkeypatch):
+    """W9: loading a code-mode model runs its code, so a plain load refuses and says how."""
+    uri, _, _, _ = churn_code
+    monkeypatch.delenv(ACCEPT_ENV, raising=False)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    with pytest.raises(mlflow.exceptions.MlflowException, match=f"{ACCEPT_ENV}=1"):
+        mlflow.pyfunc.load_model("models:/churn-code@challenger")
+
+
+def test_the_documented_container_serve_has_no_network(churn_code, churn_rows, tmp_path,
+                                                       docker_sandbox):
+    """W9: the docs' container serve runs with --network none, reached over a Unix socket; a
+    listener on the host's 127.0.0.1 is out of its reach."""
+    import socket
+    import subprocess
+    import time
+
+    uri, result, _, _ = churn_code
+    served = tmp_path / "served"
+    mlflow.artifacts.download_artifacts("models:/churn-code@challenger", dst_path=str(served),
+                                        tracking_uri=uri)
+    sock = tmp_path / "sock"
+    sock.mkdir()
+    venv = Path(sys.executable).parent.parent
+    home = Path(os.path.realpath(sys.executable)).parent.parent
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    name = f"code-serving-{os.getpid()}"
+    command = ["docker", "run", "-d", "--name", name, "--network", "none", "--read-only",
+               "--tmpfs", "/tmp", "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
+               "--memory", "2g", "--pids-limit", "256", "-e", "HOME=/tmp",
+               "-e", f"PATH={venv}/bin:/usr/bin:/bin", "-e", f"{ACCEPT_ENV}=1",
+               "-e", "__pyfunc_model_path__=/model",
+               "-v", f"{home}:{home}:ro", "-v", f"{venv}:{venv}:ro",
+               "-v", f"{served}:/model:ro", "-v", f"{sock}:/sock", docker_sandbox.image,
+               f"{venv}/bin/uvicorn", "--uds", "/sock/model.sock",
+               "mlflow.pyfunc.scoring_server.app:app"]
+    subprocess.run(command, check=True, capture_output=True)
+    try:
+        rows = churn_rows.drop(columns=["Churn"]).head(20)
+        body = json.dumps({"dataframe_split": json.loads(rows.to_json(orient="split",
+                                                                      index=False))})
+        deadline = time.monotonic() + 120
+        while not (sock / "model.sock").exists() and time.monotonic() < deadline:
+            time.sleep(0.5)
+        answer = subprocess.run(
+            ["curl", "-s", "--retry", "30", "--retry-connrefused", "--retry-delay", "1",
+             "--unix-socket", str(sock / "model.sock"), "http://model/invocations",
+             "-H", "Content-Type: application/json", "-d", body],
+            capture_output=True, text=True, timeout=120)
+        assert json.loads(answer.stdout)["predictions"] == list(result.run.model.predict(rows))
+        reach = subprocess.run(
+            ["docker", "exec", name, f"{venv}/bin/python", "-c",
+             f"import socket; socket.create_connection(('127.0.0.1', "
+             f"{listener.getsockname()[1]}), timeout=3)"], capture_output=True, text=True)
+        assert reach.returncode != 0, "the served model reached the host's 127.0.0.1"
+        assert "unreachable" in reach.stderr, reach.stderr
+    finally:
+        subprocess.run(["docker", "rm", "-f", name], capture_output=True)
+        listener.close()
 
 
 def leak_critic(user: str) -> dict:

@@ -17,6 +17,8 @@ import pandas as pd
 from mlflow.pyfunc import PythonModel
 
 OUTPUTS = ("label", "probabilities")
+ACCEPT_ENV = "MLFLOW_AGENTIC_ACCEPT_GENERATED_CODE"
+"""Set to 1 where a code-mode model may be loaded (its container): else loading refuses."""
 
 
 class ServedModel(PythonModel):
@@ -68,8 +70,18 @@ class GeneratedCodeModel(ServedModel):
 
     def load_context(self, context) -> None:
         import importlib.util
+        import os
         import pickle
         import sys
+
+        if os.environ.get(ACCEPT_ENV, "").lower() not in ("1", "true", "yes"):
+            from mlflow.exceptions import MlflowException
+
+            raise MlflowException(
+                "this is a code-mode model: loading it runs LLM-written code (candidate.py) and "
+                "unpickles its pipeline in this process. Load it only inside a container, locked "
+                f"down as the sandbox is, and accept that by setting {ACCEPT_ENV}=1 there "
+                "(docs/guides/code-mode.md: serving a code-mode model)")
 
         import cloudpickle
         from sklearn.pipeline import Pipeline
