@@ -97,27 +97,28 @@ def run_command(**options) -> None:
         raise click.UsageError("--scheduler goes with --backend dask, --ray-address with "
                                "--backend ray")
     settings["backend_address"] = scheduler or ray_address
-    if o["proposer"] != "code" and not o["resume"]:  # code mode fits in its sandbox
-        from mlflow_agentic.engine.parallel import prestart
+    def work() -> None:
+        if o["proposer"] != "code" and not o["resume"]:  # code mode fits in its sandbox
+            from mlflow_agentic.engine.parallel import prestart
 
-        prestart(settings["n_jobs"], settings["backend"])
-    front = dict(
-        data=o["data"], target=o["target"],
-        split=split_from(o["time_column"], o["group_column"], o["holdout_fraction"],
-                         o["post_outcome_columns"]),
-        keep_flagged_columns=o["keep_flagged_columns"], experiment=o["experiment"],
-        register_name=o["register_name"],
-        register="never" if o["no_register"] else o["register"],
-        tracking_uri=o["tracking_uri"], diagnostics=not o["no_diagnostics"],
-        llm=LLMOptions(o["llm_model"], o["llm_base_url"], o["max_cost_usd"]),
-        code=code_from(**{k: o[k] for k in CODE_OPTIONS}), candidates=o["candidates"],
-        optuna_storage=o["optuna_storage"], encoding=o["encoding"],
-        merge_label_variants=o["merge_label_variants"], resume=o["resume"], started=started,
-        **settings)
-    exit_on_user_error(
-        lambda: _run(state, replay=o["replay"], proposer=o["proposer"], quiet=o["quiet"],
-                     kwargs=front),
-        kept=lambda: _kept(state.get("tracker")))
+            prestart(settings["n_jobs"], settings["backend"])
+        front = dict(
+            data=o["data"], target=o["target"],
+            split=split_from(o["time_column"], o["group_column"], o["holdout_fraction"],
+                             o["post_outcome_columns"]),
+            keep_flagged_columns=o["keep_flagged_columns"], experiment=o["experiment"],
+            register_name=o["register_name"],
+            register="never" if o["no_register"] else o["register"],
+            tracking_uri=o["tracking_uri"], diagnostics=not o["no_diagnostics"],
+            llm=LLMOptions(o["llm_model"], o["llm_base_url"], o["max_cost_usd"]),
+            code=code_from(**{k: o[k] for k in CODE_OPTIONS}), candidates=o["candidates"],
+            optuna_storage=o["optuna_storage"], encoding=o["encoding"],
+            merge_label_variants=o["merge_label_variants"], resume=o["resume"],
+            started=started, **settings)
+        _run(state, replay=o["replay"], proposer=o["proposer"], quiet=o["quiet"],
+             kwargs=front)
+
+    exit_on_user_error(work, kept=lambda: _kept(state.get("tracker")))
 
 
 def _kept(tracker) -> str:

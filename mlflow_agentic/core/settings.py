@@ -54,6 +54,11 @@ def setting(default: Any, help: str, *, flag: str | None = None, metavar: str | 
                                             "choices": choices, "minimum": minimum})
 
 
+MAX_TIME_BUDGET = 7 * 24 * 3600
+"""The longest wall budget accepted (seconds): past it, time arithmetic overflows (1e10 s) and
+no search here needs more."""
+
+
 @dataclass(frozen=True)
 class SearchSettings:
     """How a search runs: its budget, its folds and metric, what it may try, and its machine.
@@ -120,6 +125,9 @@ class SearchSettings:
         "study: finalize selects and refits once, over every worker's attempts).", flag="")
 
     def __post_init__(self) -> None:
+        if isinstance(self.trainers, str):  # "linear" or "linear,xgboost", as on the CLI
+            object.__setattr__(self, "trainers", tuple(
+                t.strip() for t in self.trainers.split(",") if t.strip()))
         if self.trainers is not None and not isinstance(self.trainers, tuple):
             object.__setattr__(self, "trainers", tuple(self.trainers))
         for f in dataclasses.fields(self):
@@ -134,10 +142,19 @@ class SearchSettings:
                 self.time_budget is None:
             raise UserInputError("an unbounded search: give max_iterations, max_attempts or "
                                  "time_budget")
+        if isinstance(self.time_budget, (int, float)) and self.time_budget > MAX_TIME_BUDGET:
+            raise UserInputError(f"time budget {self.time_budget:g} seconds: at most "
+                                 f"{MAX_TIME_BUDGET:,} (7 days) is accepted")
+        if isinstance(self.cv, (bool, str, bytes, float)):
+            raise UserInputError(f"cv {self.cv!r}: expected a number of folds (2 or more) or "
+                                 "a list of (train, test) index pairs")
         if isinstance(self.cv, int) and self.cv < 2:
             raise UserInputError(f"cv must be at least 2 folds, got {self.cv}")
-        if self.n_jobs == 0:
-            raise UserInputError("n_jobs 0: use 1 or more workers, or -1 for all cores")
+        if self.n_jobs is not None and (isinstance(self.n_jobs, bool)
+                                        or not isinstance(self.n_jobs, int)
+                                        or self.n_jobs == 0 or self.n_jobs < -1):
+            raise UserInputError(f"n_jobs {self.n_jobs!r}: use 1 or more workers, or -1 for "
+                                 "all cores")
         if self.cv_scheme not in CV_SCHEMES:
             raise UserInputError(f"cv scheme {self.cv_scheme!r}: expected one of "
                                  f"{', '.join(CV_SCHEMES)}")

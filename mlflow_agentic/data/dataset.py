@@ -284,15 +284,20 @@ def _open_maybe_compressed(path: Path):
 
 
 def _detect_encoding(path: Path) -> str:
-    """The encoding of a non-UTF-8 text file (charset-normalizer when installed, else cp1252,
-    else latin-1, which decodes any bytes)."""
+    """The encoding of a non-UTF-8 text file: a multi-byte one charset-normalizer recognises
+    (Shift JIS, GB18030, UTF-16...), else Western single-byte text: cp1252 when it decodes,
+    else latin-1 (which decodes any bytes). Single-byte code pages cannot be told apart
+    reliably (``chèque`` read as cp1250 becomes ``chčque``); ``--encoding`` says otherwise."""
+    import re
+
     with _open_maybe_compressed(path) as fh:
         sample = fh.read(1 << 20)
     try:
         from charset_normalizer import from_bytes
 
         best = from_bytes(sample).best()
-        if best is not None and best.encoding not in ("utf_8", "ascii"):
+        if best is not None and best.encoding not in ("utf_8", "ascii") and not re.match(
+                SINGLE_BYTE, best.encoding):
             return best.encoding.replace("_", "-")
     except ImportError:
         pass
@@ -301,6 +306,10 @@ def _detect_encoding(path: Path) -> str:
         return "cp1252"
     except UnicodeDecodeError:
         return "latin-1"
+
+
+SINGLE_BYTE = r"^(cp\d|windows|iso8859|iso-8859|latin|mac|koi8|tis|hp_|ptcp|kz|kz1048)"
+"""charset-normalizer's names of single-byte code pages: guesses among them are not trusted."""
 
 
 def _label_variants(y: pd.Series, target: str, where: str, merge: bool,

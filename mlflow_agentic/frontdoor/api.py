@@ -208,9 +208,28 @@ def load_dataset(data, target: str | None, encoding: str | None = None,
             raise UserInputError(f"target {target!r} differs from the dataset's {data.target!r}")
         return data
     if isinstance(data, pd.DataFrame):
-        return Dataset.from_frame(data, target, merge_label_variants=merge_label_variants)
+        if data.columns.nlevels > 1:
+            raise UserInputError(
+                f"the DataFrame has {data.columns.nlevels}-level (MultiIndex) column names; "
+                "give it one level, e.g. frame.columns = ['_'.join(map(str, c)) for c in "
+                "frame.columns]")
+        return Dataset.from_frame(data, target, merge_label_variants=merge_label_variants,
+                                  name=frame_name(data, target))
     if isinstance(data, (str, Path)):
         return Dataset.from_path(data, target, encoding=encoding,
                                  merge_label_variants=merge_label_variants)
     raise UserInputError(f"data must be a CSV/Parquet path, a DataFrame or a Dataset, got "
                          f"{type(data).__name__}")
+
+
+def frame_name(frame, target: str | None) -> str:
+    """A DataFrame's name in MLflow (it has no file name): its target and a digest of its
+    column names, so an unrelated frame never lands on another frame's model or alias. Pass
+    ``register_name`` / ``experiment`` to choose."""
+    import hashlib
+    import re
+
+    columns = "\x00".join(map(str, frame.columns))
+    digest = hashlib.sha256(columns.encode()).hexdigest()[:8]
+    stem = re.sub(r"[^A-Za-z0-9_.-]+", "-", str(target or "frame")).strip("-")[:40] or "frame"
+    return f"frame-{stem}-{digest}"

@@ -47,6 +47,22 @@ class Limits:
     """The tmpfs the harness writes its outputs to (the fitted model's pickle the largest):
     a candidate cannot write more, and the host reads no file beyond it."""
 
+    def __post_init__(self) -> None:
+        from mlflow_agentic.core.errors import UserInputError
+
+        for name in ("memory", "scratch", "outputs"):
+            value = getattr(self, name)
+            try:
+                if _bytes(value) <= 0:
+                    raise ValueError
+            except (TypeError, ValueError):
+                raise UserInputError(f"sandbox {name} {value!r}: expected a size in Docker "
+                                     "units, e.g. 512m or 2g") from None
+        for name in ("cpus", "timeout", "pids"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+                raise UserInputError(f"sandbox {name} {value!r}: expected a positive number")
+
     def tags(self) -> dict[str, str]:
         return {f"sandbox.{k}": str(v) for k, v in asdict(self).items()}
 

@@ -114,7 +114,9 @@ class SearchRun:
                 DIGEST_TAG: digest, **run_context.search_tags(), **self.tags,
                 "cv_scheme": context.cv_scheme, "cv_scheme.reason": context.cv_reason,
                 "excluded_columns": excluded}
-        tags.update({f"excluded.{c}": why for c, why in ds.excluded_columns.items()})
+        tags.update({tag_key("excluded", c): (why if tag_key("excluded", c) ==
+                                              f"excluded.{c}" else f"{c!r}: {why}")
+                     for c, why in ds.excluded_columns.items()})
         return tags
 
     def _record(self, context: SearchContext, metrics: dict, params: dict, tags: dict) -> None:
@@ -139,7 +141,7 @@ class SearchRun:
         tags = {"findings.critical": str(len(briefing.critical)),
                 "findings.total": str(len(briefing.findings))}
         for k, f in enumerate(briefing.findings, start=1):
-            key = f"finding.{f.check}" + (f".{f.column}" if f.column else "")
+            key = tag_key("finding", f"{f.check}.{f.column}" if f.column else f.check)
             tags[key if key not in tags else f"{key}.{k}"] = f"{f.severity}: {f.message}"
         self.conn.log(self.run_id, {}, {}, tags)
         self.conn.client.log_dict(self.run_id, [f.to_dict() for f in briefing.findings],
@@ -251,3 +253,12 @@ def mark_model_training(client, experiment_id: str) -> None:
     except Exception:  # another search set it between our read and write (sqlite: UNIQUE)
         if EXPERIMENT_KIND not in client.get_experiment(experiment_id).tags:
             raise
+
+
+def tag_key(prefix: str, name: str) -> str:
+    """``prefix.name`` as an MLflow tag key may be: characters MLflow refuses (``#``, ``!``,
+    ``?``, a newline) become ``_`` (the value then names the column as it is)."""
+    import re
+
+    safe = re.sub(r"[^\w./\- :]", "_", str(name))[:200]
+    return f"{prefix}.{safe}"

@@ -95,6 +95,11 @@ def check_names(*, register_name: str | None, experiment: str | None, dataset_na
                              f"{MAX_EXPERIMENT_NAME}")
 
 
+KNOWN_SCHEMES = {"http", "https", "sqlite", "file", "postgresql", "mysql", "mssql", "databricks",
+                 "databricks-uc", "uc"}
+"""The tracking URI schemes MLflow's tracking and registry stores take."""
+
+
 def check_store(uri: str | None = None) -> str:
     """Refuse a store this process cannot use, with what to do instead; initialise a new
     sqlite store once (under a file lock, so two first searches do not race in the schema
@@ -122,6 +127,12 @@ def check_store(uri: str | None = None) -> str:
     if uri.startswith("file:") or "://" not in uri:
         path = Path(uri.removeprefix("file://").removeprefix("file:"))
         _check_writable(path / "x", uri, use_local)
+        return uri
+    scheme = uri.split("://", 1)[0].split("+", 1)[0].lower()
+    if scheme not in KNOWN_SCHEMES:
+        raise UserInputError(f"tracking URI {uri!r}: MLflow has no store for {scheme!r}:// "
+                             f"(expected one of {', '.join(sorted(KNOWN_SCHEMES))}); "
+                             f"{use_local}")
     return uri
 
 

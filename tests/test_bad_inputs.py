@@ -1,0 +1,97 @@
+"""Bad input found by the third round of hostile testing (W10-W19): each gets one clear line
+and exit 2 before anything runs, or, where it is no error, a search that completes. Fast: no
+Docker, no server."""
+
+from __future__ import annotations
+
+import mlflow
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from mlflow_agentic.cli import main
+from mlflow_agentic.core.errors import UserInputError
+from mlflow_agentic.core.settings import SearchSettings
+from mlflow_agentic.frontdoor.api import frame_name, search
+from mlflow_agentic.sandbox import Limits
+from tests.conftest import CHURN, scripted_frame
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--n-jobs", "-5"], "n_jobs=-5 leaves no core"),  # W17
+    (["--time-budget", "1e10"], "at most 604,800 (7 days)"),  # W11
+    (["--proposer", "code", "--sandbox-memory", "lots"], "sandbox memory 'lots'"),  # W18
+    (["--tracking-uri", "foo://bar"], "MLflow has no store for 'foo'"),  # W19
+])
+def test_a_bad_option_is_one_line_and_exit_2(tmp_path, monkeypatch, args, words):
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["run", "--data", str(CHURN), "--max-iterations", "1",
+                                       *args])
+    assert result.exit_code == 2, result.output
+    assert words in result.output and "Traceback" not in result.output
+    assert len(result.output.strip().splitlines()) == 1, result.output
+    assert not (tmp_path / "mlflow.db").exists()  # nothing was created
+
+
+@pytest.mark.parametrize("changes, words", [
+    ({"cv": "x"}, "cv 'x': expected a number of folds"),
+    ({"n_jobs": -5}, "n_jobs -5"),
+    ({"time_budget": 1e10}, "at most 604,800"),
+])
+def test_the_python_api_validates_like_the_cli(changes, words):
+    with pytest.raises(UserInputError, match=words):
+        SearchSettings.of(**changes)
+
+
+def test_trainers_given_as_one_string_are_names_not_letters():
+    assert SearchSettings.of(trainers="linear").trainers == ("linear",)
+    assert SearchSettings.of(trainers="linear, xgboost").trainers == ("linear", "xgboost")
+
+
+def test_sandbox_limits_validate_themselves():
+    with pytest.raises(UserInputError, match="sandbox memory 'lots'"):
+        Limits(memory="lots")
+    with pytest.raises(UserInputError, match="sandbox timeout -1"):
+        Limits(timeout=-1)
+    assert Limits(memory="512m").memory == "512m"
+
+
+def test_multiindex_columns_are_named_as_the_problem():
+    frame = scripted_frame(60)
+    frame.columns = pd.MultiIndex.from_tuples([("a", c) for c in frame.columns])
+    with pytest.raises(UserInputError, match="MultiIndex"):
+        search(frame, "target", max_iterations=0, register="never")
+
+
+def test_w16_an_unrelated_frame_gets_its_own_name():
+    churn = pd.read_csv(CHURN).head(50)
+    other = pd.DataFrame({"a": [1, 2], "Churn": ["Yes", "No"]})
+    assert frame_name(churn, "Churn") != frame_name(other, "Churn")
+    assert frame_name(churn, "Churn") == frame_name(churn.head(10), "Churn")  # same columns
+    assert frame_name(churn, "Churn").startswith("frame-Churn-")
+
+
+def test_w10_an_excluded_column_with_any_name_is_recorded(tmp_path):
+    frame = scripted_frame(200)
+    frame.insert(0, "cust#ID!?\nx", [f"C{i:05d}" for i in range(len(frame))])
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    result = search(frame, "target", trainers=["linear"], max_iterations=0, cv=3,
+                    tracking_uri=uri, register="never", diagnostics=False)
+    run = mlflow.MlflowClient(tracking_uri=uri).get_run(result.run_id)
+    assert run.info.status == "FINISHED"
+    keys = [k for k in run.data.tags if k.startswith("excluded.")]
+    assert keys == ["excluded.cust_ID___x"], keys
+    assert run.data.tags[keys[0]].startswith("'cust#ID!?\\nx': ")
+
+
+def test_w15_latin_1_text_is_read_as_latin_1_not_cp1250(tmp_path):
+    from mlflow_agentic.data import Dataset
+
+    rows = "".join(f"chèque,{i},{i % 2}\nmontée à pied,{i + 1},{(i + 1) % 2}\n"
+                   for i in range(60))
+    path = tmp_path / "latin.csv"
+    path.write_bytes(("payment,amount,y\n" + rows).encode("latin-1"))
+    dataset = Dataset.from_path(path, "y")
+    assert set(dataset.X["payment"]) == {"chèque", "montée à pied"}
+    assert np.isfinite(dataset.X["amount"]).all()
