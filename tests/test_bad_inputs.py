@@ -95,3 +95,58 @@ def test_w15_latin_1_text_is_read_as_latin_1_not_cp1250(tmp_path):
     dataset = Dataset.from_path(path, "y")
     assert set(dataset.X["payment"]) == {"chèque", "montée à pied"}
     assert np.isfinite(dataset.X["amount"]).all()
+
+
+class DeleteExperiment:
+    """An observer that deletes the search's experiment after its second attempt, as a user
+    in the UI could."""
+
+    def __init__(self, uri: str) -> None:
+        self.uri, self.seen = uri, 0
+
+    def __getattr__(self, name):
+        return lambda *args, **kwargs: None
+
+    def on_attempt_end(self, record) -> None:
+        self.seen += 1
+        if self.seen == 2:
+            client = mlflow.MlflowClient(tracking_uri=self.uri)
+            for experiment in client.search_experiments():
+                if experiment.name != "Default":
+                    client.delete_experiment(experiment.experiment_id)
+
+
+def first_pass(uri: str) -> None:
+    """The search whose experiment is deleted midway (run in its own process, which ends as
+    a command's does)."""
+    search(scripted_frame(200), "target", observers=[DeleteExperiment(uri)], **options(uri))
+
+
+def options(uri: str) -> dict:
+    return dict(trainers=["linear"], max_iterations=4, patience=None, cv=3, tracking_uri=uri,
+                register="never", diagnostics=False, experiment="deleted-midway")
+
+
+def test_w13_an_experiment_deleted_mid_search_is_named_and_resumable_once_restored(tmp_path):
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    done = subprocess.run(
+        [sys.executable, "-c", "import sys; from mlflow_agentic.tracking.store import "
+         "deleted_while_running as d; from tests.test_bad_inputs import first_pass\n"
+         f"try:\n    first_pass({uri!r})\nexcept Exception as exc:\n    print('DELETED', d(exc))"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300)
+    deleted = done.stdout.split("DELETED ", 1)[1].split()[0]
+    assert deleted != "None", done.stdout + done.stderr
+    client = mlflow.MlflowClient(tracking_uri=uri)
+    run = client.get_run(deleted)
+    search_run = run.data.tags.get("mlflow.parentRunId", deleted)
+    frame = scripted_frame(200)
+    with pytest.raises(UserInputError, match="restore it first.*experiments restore"):
+        search(frame, "target", resume=search_run, **options(uri))
+    client.restore_experiment(run.info.experiment_id)
+    result = search(frame, "target", resume=search_run, **options(uri))
+    assert client.get_run(result.run_id).info.status == "FINISHED"

@@ -60,3 +60,21 @@ def test_a_full_disk_says_what_the_store_holds_and_ends_resumable(tmp_path):
         attempts = client.search_runs([parent.info.experiment_id],
                                       f"tags.`mlflow.parentRunId` = '{parent.info.run_id}'")
         assert "RUNNING" not in {a.info.status for a in attempts}
+
+
+def test_w12_a_disk_that_fills_while_the_store_is_made_is_named_and_leaves_no_half_store(
+        tmp_path):
+    with small_disk(tmp_path / "disk", "400k") as disk:
+        uri = f"sqlite:///{disk / 'mlflow.db'}"
+        command = [str(Path(sys.executable).parent / "mlflow-agentic"), "run", "--data",
+                   str(CHURN), "--trainers", "linear", "--max-iterations", "0",
+                   "--no-diagnostics", "--quiet", "--tracking-uri", uri]
+        full = subprocess.run(command, cwd=disk, capture_output=True, text=True, timeout=300)
+        assert full.returncode == 2, full.stderr
+        assert "the disk is full (No space left on device)" in full.stderr, full.stderr
+        assert "half-made file was removed" in full.stderr
+        assert "Traceback" not in full.stderr
+        assert not (disk / "mlflow.db").exists()
+        subprocess.run(["mount", "-o", "remount,size=80m", str(disk)], check=True)  # freed
+        done = subprocess.run(command, cwd=disk, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr

@@ -185,7 +185,7 @@ def exit_on_user_error(work: Callable[[], None],
     except Exception as exc:
         from mlflow_agentic.core.errors import disk_full
 
-        if not disk_full(exc):
+        if isinstance(exc, AgenticError) or not disk_full(exc):  # ours says it already
             _failed(exc, kept)
         what = kept()
         click.secho("error: the disk is full (No space left on device): the tracking store "
@@ -208,6 +208,11 @@ def _failed(exc: Exception, kept: Callable[[], str]) -> None:
 
         click.secho(f"error: {exc}", fg="red", err=True)
         sys.exit(EXIT_FAILURE if isinstance(exc, TrackingUnavailable) else EXIT_USER_ERROR)
+    from mlflow_agentic.tracking.store import deleted_while_running
+
+    deleted = deleted_while_running(exc)
+    if deleted is not None:
+        _deleted(deleted, kept)
     # a bug or an environment fault: one line, the runs marked FAILED
     if os.environ.get("MLFLOW_AGENTIC_TRACEBACK"):
         import traceback
@@ -218,6 +223,28 @@ def _failed(exc: Exception, kept: Callable[[], str]) -> None:
     click.echo(("the search run is marked FAILED with this reason; kept: " + what + ". "
                 if what else "") + "Set MLFLOW_AGENTIC_TRACEBACK=1 for the traceback.",
                err=True)
+    sys.exit(EXIT_FAILURE)
+
+
+def _deleted(run_id: str, kept: Callable[[], str]) -> None:
+    """The experiment (or a run) was deleted while the search wrote to it: say so, and how to
+    keep what was recorded (restore, then resume); exit 1."""
+    import mlflow
+
+    try:
+        experiment = mlflow.MlflowClient().get_run(run_id).info.experiment_id
+        restore = f"mlflow experiments restore --experiment-id {experiment}"
+    except Exception:  # noqa: BLE001 - the store itself may be gone too
+        restore = f"mlflow runs restore --run-id {run_id}"
+    what = kept()
+    search = what.rsplit("--resume ", 1)[1].rstrip(")") if "--resume " in what else None
+    click.secho(f"error: run {run_id} was deleted while the search wrote to it (its "
+                "experiment was deleted?): the search stopped; nothing was registered.",
+                fg="red", err=True)
+    click.echo((f"What was recorded stays in the deleted experiment. To keep it and continue: "
+                f"{restore}, then the same command with --resume {search}. "
+                if search else f"To keep what was recorded: {restore}. ")
+               + "Or run the command again: a new experiment is made.", err=True)
     sys.exit(EXIT_FAILURE)
 
 

@@ -122,6 +122,12 @@ def load_resume_point(client, run_id: str, finalizing: bool = False) -> ResumePo
             "printed as 'search run: ...' (the search's parent run in the MLflow UI), and the "
             "same --tracking-uri") from exc
     tags, status = run.data.tags, run.info.status
+    if run.info.lifecycle_stage == "deleted":
+        raise UserInputError(
+            f"search run {run_id} is deleted (its experiment {run.info.experiment_id} or the "
+            "run itself was deleted): restore it first (mlflow experiments restore "
+            f"--experiment-id {run.info.experiment_id}, or mlflow runs restore --run-id "
+            f"{run_id}), then resume it")
     if tags.get("agentic.role") != "search":
         raise UserInputError(f"run {run_id} is not a search run (it is "
                              f"{tags.get('agentic.role', 'not mlflow-agentic')}'s); pass the "

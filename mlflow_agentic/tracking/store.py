@@ -143,15 +143,49 @@ def _initialise(uri: str, tries: int = 5) -> None:
     under alembic) is waited out; a store still failing after ``tries`` seconds is reported."""
     import mlflow
 
+    from mlflow_agentic.core.errors import disk_full
+
+    path = Path(uri.removeprefix("sqlite:///"))
+    new = not path.exists() or path.stat().st_size == 0
     for attempt in range(1, tries + 1):
         try:
             mlflow.MlflowClient(tracking_uri=uri).search_experiments(max_results=1)
             return
         except Exception as exc:
-            if attempt < tries:  # sqlite's errors, or alembic's, mid-migration elsewhere
+            full = disk_full(exc) or (new and _disk_full_at(path))
+            if attempt < tries and not full:  # sqlite or alembic mid-migration elsewhere
                 time.sleep(1.0)
                 continue
-            raise UserInputError(f"cannot open the tracking store {uri}: {exc}") from exc
+            if new:  # a half-made store would fail every later run: it goes
+                _dispose_store(uri, path)
+            if full:
+                raise UserInputError(
+                    f"the disk is full (No space left on device): the tracking store {uri} "
+                    "could not be created" + (" and its half-made file was removed" if new
+                                              else "") + ". Free space on that disk, or "
+                    "point --tracking-uri at another, and run the command again") from exc
+            raise UserInputError(f"cannot open the tracking store {uri}: {exc}" + (
+                " (the half-made file was removed)" if new else "")) from exc
+
+
+def _disk_full_at(path: Path) -> bool:
+    """Whether the folder of ``path`` has (almost) no room left: sqlite and alembic do not
+    always say that a failed create was a full disk."""
+    try:
+        stats = os.statvfs(path.parent if str(path.parent) else ".")
+    except OSError:
+        return False
+    return stats.f_bavail * stats.f_frsize < 256 * 1024
+
+
+def _dispose_store(uri: str, path: Path) -> None:
+    """Remove the store file this call began (and sqlite's side files)."""
+    import contextlib
+
+    for leftover in (path, path.with_name(path.name + "-journal"),
+                     path.with_name(path.name + "-wal")):
+        with contextlib.suppress(OSError):
+            leftover.unlink()
 
 
 def _check_writable(path: Path, uri: str, instead: str) -> None:
@@ -293,3 +327,13 @@ class RetryingClient:
             return self._retrying.call(f"calling {name}", attr, *args, **kwargs)
 
         return call
+
+
+def deleted_while_running(exc: BaseException) -> str | None:
+    """The id of the run MLflow refused to write because it (or its experiment) was deleted
+    while the search ran, or None for any other error (MLflow says it only in words)."""
+    import re
+
+    match = re.search(r"The run (\w+) must be in the 'active' state\. Current state is "
+                      r"deleted", str(exc))
+    return match.group(1) if match else None
