@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 
 import click
@@ -118,7 +119,31 @@ def run_command(**options) -> None:
         _run(state, replay=o["replay"], proposer=o["proposer"], quiet=o["quiet"],
              kwargs=front)
 
-    exit_on_user_error(work, kept=lambda: _kept(state.get("tracker")))
+    with quiet_warnings(o["quiet"]):
+        exit_on_user_error(work, kept=lambda: _kept(state.get("tracker")))
+
+
+@contextlib.contextmanager
+def quiet_warnings(quiet: bool):
+    """``--quiet``: no library warning is printed, by this process or the workers it starts
+    (``PYTHONWARNINGS``); the summary says what went wrong."""
+    import os
+    import warnings
+
+    if not quiet:
+        yield
+        return
+    previous = os.environ.get("PYTHONWARNINGS")
+    os.environ["PYTHONWARNINGS"] = "ignore"
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        if previous is None:
+            os.environ.pop("PYTHONWARNINGS", None)
+        else:
+            os.environ["PYTHONWARNINGS"] = previous
 
 
 def _kept(tracker) -> str:
@@ -170,12 +195,15 @@ def _report(outcome, tracker, kwargs: dict) -> None:
     click.echo(f"search run: {outcome.run_id} (tracking URI {current_uri()})")
     if outcome.model_version is not None:
         mv = outcome.model_version
-        if outcome.alias_note.startswith(f"@{outcome.alias} ->"):
+        moved = outcome.alias_note.startswith(f"@{outcome.alias} ->")
+        if moved:
             click.echo(f"registered: models:/{mv.name}@{outcome.alias} (version {mv.version})")
         else:
             click.secho(f"registered: models:/{mv.name} version {mv.version}; "
                         f"{outcome.alias_note}", fg="yellow")
-        if mv.tags.get("generated_code") == "true":
+        if not moved:  # nothing to promote: the alias did not move to this version
+            pass
+        elif mv.tags.get("generated_code") == "true":
             click.secho("this model runs LLM-written code when loaded: promote it with "
                         "--accept-generated-code, and serve it inside a container "
                         "(docs/guides/code-mode.md: The sandbox)", fg="yellow")

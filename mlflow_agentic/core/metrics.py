@@ -54,7 +54,17 @@ def _roc_auc(y, pred, proba, classes):
 
 
 def _roc_auc_ovr(y, pred, proba, classes):
-    return skm.roc_auc_score(y, proba, multi_class="ovr", labels=list(classes))
+    """Macro one-vs-rest ROC AUC over the classes the rows hold (each with positives and
+    negatives): scikit-learn's ``multi_class="ovr"`` when every class is there; a class absent
+    from these rows (a rare one in a fold or a small holdout) has no AUC and is left out, not
+    made a NaN that sinks the whole score."""
+    y = np.asarray(y)
+    scores = []
+    for k, label in enumerate(classes):
+        positive = y == label
+        if positive.any() and not positive.all():
+            scores.append(skm.roc_auc_score(positive, proba[:, k]))
+    return float(np.mean(scores)) if scores else float("nan")
 
 
 def _log_loss(y, pred, proba, classes):

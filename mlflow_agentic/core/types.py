@@ -211,7 +211,8 @@ class EngineeringRun:
 
     def problems(self) -> list[str]:
         """What went wrong that the summary line does not say: a proposer or endpoint that
-        stopped the search early, a trainer that failed in every one of its attempts."""
+        stopped the search early, each trainer that failed in any of its attempts (how many,
+        and the first reason)."""
         lines = []
         if self.stop is not None and self.stop.kind in (StopKind.ENDPOINT,
                                                         StopKind.PROPOSER_ERROR):
@@ -225,9 +226,13 @@ class EngineeringRun:
             if a.phase != "ensemble" and a.candidate.code is None:
                 by_trainer.setdefault(a.candidate.trainer, []).append(a)
         for trainer, attempts in by_trainer.items():
-            if all(a.failed for a in attempts):
-                lines.append(f"trainer {trainer} failed in all {len(attempts)} of its "
-                             f"attempt(s): {attempts[0].error[:300]}")
+            failed = [a for a in attempts if a.failed]
+            if not failed:
+                continue
+            share = (f"all {len(attempts)}" if len(failed) == len(attempts)
+                     else f"{len(failed)} of {len(attempts)}")
+            lines.append(f"trainer {trainer} failed in {share} of its attempt(s): "
+                         f"{failed[0].error[:300]}")
         return lines
 
     def why_nothing_verified(self) -> str:

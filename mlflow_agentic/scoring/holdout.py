@@ -62,6 +62,9 @@ def explain_gap(metric_name: str, cv: float, gap: float) -> str:
     limit = gap_limit(metric_name, cv)
     what = ("CV minus holdout" if METRICS[metric_name].greater_is_better
             else "holdout minus CV")
+    if not math.isfinite(gap):
+        return (f"gap {gap:+.4f} ({what}; the holdout score is undefined on these rows, so "
+                "nothing can be said of how CV held)")
     if gap > limit:
         verdict = f"above the {limit:.4f} limit, so CV flattered this model (self-deceived)"
     elif gap > 0:

@@ -20,6 +20,9 @@ def downloaded(artifact_uri: str | None = None, *, run_id: str | None = None,
     """The local path of an artifact (``artifact_uri``, e.g. ``models:/name/3``, or
     ``run_id`` + ``artifact_path``), valid inside the block only. ``purpose`` names the
     temporary folder (``mlflow-agentic-<purpose>-``), so a leftover says what left it."""
+    import os
+
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # not for our users
     with tempfile.TemporaryDirectory(prefix=f"mlflow-agentic-{purpose}-") as tmp:
         yield Path(mlflow.artifacts.download_artifacts(
             artifact_uri=artifact_uri, run_id=run_id, artifact_path=artifact_path, dst_path=tmp))
