@@ -150,3 +150,25 @@ def test_w13_an_experiment_deleted_mid_search_is_named_and_resumable_once_restor
     client.restore_experiment(run.info.experiment_id)
     result = search(frame, "target", resume=search_run, **options(uri))
     assert client.get_run(result.run_id).info.status == "FINISHED"
+
+
+def test_ten_thousand_constant_columns_make_one_short_error():
+    from mlflow_agentic.data import Dataset
+
+    frame = pd.DataFrame(np.ones((30, 10_000)), columns=[f"c{i}" for i in range(10_000)])
+    frame["y"] = np.arange(30) % 2
+    with pytest.raises(UserInputError) as caught:
+        Dataset.from_frame(frame, "y")
+    assert len(str(caught.value)) < 600 and "and 9,988 more" in str(caught.value)
+
+
+def test_a_zero_row_request_gets_an_empty_answer():
+    from sklearn.linear_model import LogisticRegression
+
+    from mlflow_agentic.tracking.serving import ServedModel
+
+    X = pd.DataFrame({"a": [0.0, 1.0, 2.0, 3.0]})
+    served = ServedModel(LogisticRegression().fit(X, ["n", "y", "n", "y"]), ["n", "y"])
+    assert len(served.predict(None, X.head(0))) == 0
+    empty = served.predict(None, X.head(0), {"output": "probabilities"})
+    assert list(empty.columns) == ["label", "probability_n", "probability_y"] and empty.empty

@@ -97,7 +97,7 @@ class Dataset:
         if not any(info.is_feature for info in columns.values()):
             raise UserInputError(
                 f"no usable feature columns{where}: "
-                + ", ".join(f"{c} ({i.kind})" for c, i in columns.items())
+                + _listed([f"{c} ({i.kind})" for c, i in columns.items()])
             )
         return cls(frame=df, target=target, task=task, columns=columns, name=name,
                    source=source, classes=classes, dropped_missing_target=int(missing.sum()),
@@ -281,6 +281,12 @@ def _open_maybe_compressed(path: Path):
 
     opener = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}.get(path.suffix.lower())
     return opener(path, "rb") if opener else open(path, "rb")  # noqa: SIM115
+
+
+def _listed(items: list[str], most: int = 12) -> str:
+    """Up to ``most`` items and how many more: an error stays one readable line."""
+    shown = ", ".join(items[:most])
+    return shown + (f" and {len(items) - most:,} more" if len(items) > most else "")
 
 
 def _detect_encoding(path: Path) -> str:

@@ -36,6 +36,12 @@ class ServedModel(PythonModel):
 
             raise MlflowException(f"params.output {output!r}: expected one of "
                                   f"{', '.join(OUTPUTS)}", INVALID_PARAMETER_VALUE)
+        if len(model_input) == 0:  # nothing to predict: an empty answer, not a stack trace
+            labels = np.asarray([], dtype=object)
+            if output == "label" or self.classes is None:
+                return labels
+            return pd.DataFrame({"label": labels, **{f"probability_{c}": np.asarray([], float)
+                                                     for c in self.classes}})
         labels = self.model.predict(model_input)
         if output == "label":
             return labels
