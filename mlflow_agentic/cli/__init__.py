@@ -7,7 +7,9 @@ import click
 from mlflow_agentic.cli.bench import bench
 from mlflow_agentic.cli.compare import compare_command
 from mlflow_agentic.cli.flush import flush_command
+from mlflow_agentic.cli.leaderboard import leaderboard_command
 from mlflow_agentic.cli.options import EXIT_USER_ERROR
+from mlflow_agentic.cli.predict import predict_command
 from mlflow_agentic.cli.promote import promote_command
 from mlflow_agentic.cli.run import run_command
 from mlflow_agentic.cli.sandbox import sandbox_group
@@ -25,6 +27,8 @@ def main() -> None:
 main.add_command(run_command)
 main.add_command(compare_command)
 main.add_command(promote_command)
+main.add_command(leaderboard_command)
+main.add_command(predict_command)
 main.add_command(bench)
 main.add_command(worker_command)
 main.add_command(finalize_command)

@@ -51,7 +51,18 @@ def owner_alive(token: str) -> bool:
     pid, _, start = rest.partition(":")
     if host != socket.gethostname() or not pid.isdigit():
         return True
-    return _start_time(int(pid)) == start if start != "?" else Path(f"/proc/{pid}").exists()
+    return _start_time(int(pid)) == start if start != "?" else _pid_alive(int(pid))
+
+
+def _pid_alive(pid: int) -> bool:
+    """Whether a process ``pid`` exists (where ``/proc`` is not there to say when it began)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def remove_staged(folder: str | None) -> None:
@@ -85,7 +96,7 @@ def sweep_staged(only_pid: int | None = None) -> None:
         pid = path.name.removeprefix(STAGED_PREFIX).split("-", 1)[0]
         if not pid.isdigit() or (only_pid is not None and int(pid) != only_pid):
             continue
-        if only_pid is not None or not Path(f"/proc/{pid}").exists():
+        if only_pid is not None or not _pid_alive(int(pid)):
             shutil.rmtree(path, ignore_errors=True)
 
 

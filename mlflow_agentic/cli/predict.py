@@ -1,0 +1,49 @@
+"""``mlflow-agentic predict MODEL --data FILE``: a model's predictions of a file's rows."""
+
+from __future__ import annotations
+
+import click
+
+from mlflow_agentic.cli.options import blank_to_none, encoding_option, exit_on_user_error
+
+
+@click.command("predict")
+@click.argument("model", metavar="MODEL")
+@click.option("--data", required=True, type=click.Path(),
+              help="The rows to predict: a CSV (or TSV, compressed) or Parquet file with the "
+                   "columns the model was trained on (the target may be there: it is ignored).")
+@click.option("--output", "-o", default="-", show_default=True, type=click.Path(),
+              help="Where the CSV of predictions goes (-: standard output).")
+@click.option("--keep", callback=blank_to_none,
+              help="An input column to carry into the output, first (an ID).")
+@encoding_option
+@click.option("--tracking-uri", callback=blank_to_none,
+              help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI or sqlite:///mlflow.db).")
+def predict_command(model, data, output, keep, encoding, tracking_uri) -> None:
+    """Predict the rows of --data with MODEL: a registered model (NAME: its @champion, else its
+    @challenger; NAME@ALIAS; NAME/VERSION), a models:/ or runs:/ URI, or a run id (a search's:
+    the model of its selected attempt). Writes a CSV with one row per input row: label and,
+    for a classifier, probability_<class> per class. The model is loaded as `mlflow models
+    serve` loads it, so it refuses what serving refuses, with the same messages (exit 2)."""
+
+    def work() -> None:
+        import os
+        from pathlib import Path
+
+        os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+        from mlflow_agentic.data.dataset import read_table
+        from mlflow_agentic.tracking.scoring_rows import model_uri, predict_rows
+        from mlflow_agentic.tracking.store import use_store
+
+        use_store(tracking_uri)
+        uri, note = model_uri(model)
+        rows = read_table(Path(data), encoding)
+        frame = predict_rows(uri, rows, keep)
+        if output == "-":
+            click.echo(frame.to_csv(index=False), nl=False)
+        else:
+            frame.to_csv(output, index=False)
+        click.echo(f"predicted {len(frame):,} rows of {data} with {note or uri}"
+                   + ("" if output == "-" else f": {output}"), err=True)
+
+    exit_on_user_error(work, kept=lambda: "")

@@ -1,0 +1,80 @@
+"""A past search read back from the store: its leaderboard as the run printed it (for
+``mlflow-agentic leaderboard``), found by run id or as the latest search."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from mlflow_agentic.core.errors import UserInputError
+from mlflow_agentic.tracking.artifacts import downloaded
+
+LAST = "last"
+
+
+@dataclass
+class PastSearch:
+    run_id: str
+    experiment: str
+    status: str
+    summary: str
+    leaderboard: pd.DataFrame
+
+
+def latest_search(experiment: str | None = None) -> str:
+    """The id of the latest search run (of ``experiment``, or of any experiment)."""
+    import mlflow
+
+    client = mlflow.MlflowClient()
+    if experiment is not None:
+        found = client.get_experiment_by_name(experiment)
+        if found is None:
+            raise UserInputError(f"no experiment named {experiment!r} in the tracking store "
+                                 f"{mlflow.get_tracking_uri()}")
+        ids = [found.experiment_id]
+    else:
+        ids = [e.experiment_id for e in client.search_experiments()]
+    runs = client.search_runs(ids, "tags.`agentic.role` = 'search'", max_results=1,
+                              order_by=["attributes.start_time DESC"]) if ids else []
+    if not runs:
+        raise UserInputError(f"no search run in the tracking store {mlflow.get_tracking_uri()}"
+                             + (f" under experiment {experiment!r}" if experiment else "")
+                             + ": run one with mlflow-agentic run --data FILE")
+    return runs[0].info.run_id
+
+
+def read_search(run: str, experiment: str | None = None) -> PastSearch:
+    """Search run ``run`` (or ``last``): its leaderboard and summary as it logged them."""
+    import mlflow
+    from mlflow.exceptions import MlflowException
+
+    run_id = latest_search(experiment) if run == LAST else run
+    client = mlflow.MlflowClient()
+    try:
+        found = client.get_run(run_id)
+    except MlflowException as exc:
+        raise UserInputError(f"no run {run_id!r} in the tracking store "
+                             f"{mlflow.get_tracking_uri()}: pass a search run id (printed as "
+                             "'search run: ...'), or last") from exc
+    if found.data.tags.get("agentic.role") != "search":
+        parent = found.data.tags.get("mlflow.parentRunId")
+        hint = f" (its search run is {parent})" if parent else ""
+        raise UserInputError(f"run {run_id} is not a search run{hint}; pass the search's run "
+                             "id, or last")
+    try:
+        with downloaded(run_id=run_id, artifact_path="leaderboard.csv",
+                        purpose="leaderboard") as path:
+            frame = pd.read_csv(path)
+    except (MlflowException, OSError) as exc:
+        raise UserInputError(f"search run {run_id} has no leaderboard.csv yet (status "
+                             f"{found.info.status}): it is written when the search ends"
+                             ) from exc
+    summary = ""
+    try:
+        with downloaded(run_id=run_id, artifact_path="summary.txt", purpose="summary") as path:
+            summary = path.read_text().strip()
+    except (MlflowException, OSError):
+        pass
+    experiment_name = client.get_experiment(found.info.experiment_id).name
+    return PastSearch(run_id, experiment_name, found.info.status, summary, frame)

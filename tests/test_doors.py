@@ -1,0 +1,91 @@
+"""The user's other doors into a finished search: ``mlflow-agentic leaderboard`` (the table a
+past search logged) and ``mlflow-agentic predict`` (a model's predictions of a file, refusing
+what serving refuses), against a real registered search in a sqlite store."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import mlflow
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from mlflow_agentic.cli import main
+from mlflow_agentic.data import Dataset
+from tests.conftest import registered_search
+
+NAME = "churn-doors"
+
+
+@pytest.fixture(scope="module")
+def searched(tmp_path_factory, churn_frame):
+    uri = f"sqlite:///{tmp_path_factory.mktemp('doors') / 'mlflow.db'}"
+    found = registered_search(uri, Dataset.from_frame(churn_frame, name="churn"), NAME,
+                              ["linear", "hist_gradient_boosting"])
+    return uri, found
+
+
+def cli(uri: str, *args: str):
+    previous = mlflow.get_tracking_uri()
+    try:
+        return CliRunner().invoke(main, [*args, "--tracking-uri", uri])
+    finally:
+        mlflow.set_tracking_uri(previous)
+
+
+def test_leaderboard_last_prints_the_searchs_table_in_each_format(searched):
+    uri, found = searched
+    run_id = found.tracker.parent_run_id
+    table = cli(uri, "leaderboard")
+    assert table.exit_code == 0, table.output
+    assert f"search run {run_id}" in table.output and "cv_roc_auc" in table.output
+    assert "01-linear" in table.output and "holdout_roc_auc" in table.output
+    frame = pd.read_csv(io.StringIO(cli(uri, "leaderboard", run_id, "--format", "csv").output))
+    assert list(frame["attempt"]) == [a.index for a in found.result.run.leaderboard()]
+    assert frame["selected"].sum() == 1
+    rows = json.loads(cli(uri, "leaderboard", "last", "--format", "json").output)
+    assert rows[0]["rank"] == 1 and rows[0]["run_id"]
+
+
+def test_leaderboard_of_something_else_says_what_to_pass(searched):
+    uri, found = searched
+    child = found.tracker.child_run_ids[1]
+    result = cli(uri, "leaderboard", child)
+    assert result.exit_code == 2
+    assert f"is not a search run (its search run is {found.tracker.parent_run_id})" in \
+        result.output
+
+
+def test_predict_writes_labels_and_probabilities_as_serving_gives_them(searched, churn_frame,
+                                                                       tmp_path):
+    uri, found = searched
+    rows = churn_frame.head(25)
+    data = tmp_path / "rows.csv"
+    rows.to_csv(data, index=False)
+    out = tmp_path / "predictions.csv"
+    result = cli(uri, "predict", NAME, "--data", str(data), "-o", str(out),
+                 "--keep", "customerID")
+    assert result.exit_code == 0, result.output
+    predicted = pd.read_csv(out)
+    assert list(predicted.columns) == ["customerID", "label", "probability_No",
+                                       "probability_Yes"]
+    assert list(predicted["customerID"]) == list(rows["customerID"])
+    in_process = found.result.run.model.predict(rows.drop(columns=["Churn"]))
+    assert list(predicted["label"]) == list(in_process)
+    assert ((predicted["probability_Yes"] > 0.5) == (predicted["label"] == "Yes")).all()
+
+
+def test_predict_refuses_what_serving_refuses_with_the_same_message(searched, churn_frame,
+                                                                    tmp_path):
+    uri, _ = searched
+    rows = churn_frame.head(3).astype({"tenure": object})
+    rows.loc[rows.index[0], "tenure"] = "abc"
+    data = tmp_path / "bad.csv"
+    rows.to_csv(data, index=False)
+    result = cli(uri, "predict", f"{NAME}@challenger", "--data", str(data))
+    assert result.exit_code == 2
+    assert "column 'tenure' is numeric, but got 'abc' in 1 row(s)" in result.output
+    missing = cli(uri, "predict", "no-such-model", "--data", str(data))
+    assert missing.exit_code == 2 and f"registered: {NAME}" in missing.output
