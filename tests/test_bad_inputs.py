@@ -172,3 +172,16 @@ def test_a_zero_row_request_gets_an_empty_answer():
     assert len(served.predict(None, X.head(0))) == 0
     empty = served.predict(None, X.head(0), {"output": "probabilities"})
     assert list(empty.columns) == ["label", "probability_n", "probability_y"] and empty.empty
+
+
+def test_a_cost_cap_on_a_model_with_no_price_is_refused_unless_priced(monkeypatch):
+    from mlflow_agentic.proposers.factory import LLMOptions
+
+    frame = scripted_frame(60)
+    capped = LLMOptions("my-local-model", "http://127.0.0.1:9/v1", 0.0001)
+    with pytest.raises(UserInputError, match="'my-local-model' has no known price per token"):
+        search(frame, "target", proposer="llm", llm=capped, max_iterations=1, register="never")
+    monkeypatch.setenv("MLFLOW_AGENTIC_LLM_PRICES", '{"my-local-model": [0, 0]}')
+    with pytest.raises(UserInputError) as caught:  # priced: the next check is the endpoint's
+        search(frame, "target", proposer="llm", llm=capped, max_iterations=1, register="never")
+    assert "no known price" not in str(caught.value)

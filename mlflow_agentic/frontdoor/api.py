@@ -139,6 +139,10 @@ def _proposer_factory(proposer, candidates, llm, code, settings: SearchSettings,
     if candidates and proposer != "sequence":
         raise UserInputError("candidates only apply to the sequence proposer")
     if proposer in ("llm", "code") and llm.recording is None:
+        from mlflow_agentic.llm.client import LLMConfig
+        from mlflow_agentic.llm.pricing import check_priced
+
+        check_priced(LLMConfig(llm.model, llm.base_url).resolved().model, llm.max_cost_usd)
         check_llm_endpoint(llm, "Start the server (or pass --llm-base-url), use another "
                            "--proposer, or replay an earlier search with --replay RUN_ID",
                            proposer)

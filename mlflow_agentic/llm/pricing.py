@@ -63,3 +63,18 @@ def cap_reached(model: str, messages: list[dict], exchanges, table: dict[str, tu
         return None
     return (f"cost cap: spent ${spent:.4f}, the next LLM call (~${estimate:.4f}) would exceed "
             f"${cap:.4f}")
+
+
+def check_priced(model: str, cap: float | None,
+                 table: dict[str, tuple[float, float]] | None = None) -> None:
+    """A cost cap needs a price: refuse a cap on a model with none known (it would cap
+    nothing: every call would be counted at $0), saying how to give one."""
+    from mlflow_agentic.core.errors import UserInputError
+
+    if cap is None or model in (table if table is not None else price_table()):
+        return
+    raise UserInputError(
+        f"--max-cost-usd {cap:g}: model {model!r} has no known price per token, so the cap "
+        "would count every call as $0. Give its prices in USD per million tokens, input and "
+        f"output: MLFLOW_AGENTIC_LLM_PRICES='{{\"{model}\": [0.15, 0.60]}}' (a local model "
+        "that costs nothing: [0, 0]); known: " + ", ".join(sorted(PRICES_PER_MILLION)))
