@@ -260,10 +260,10 @@ def test_a_version_not_above_the_trivial_baseline_on_its_holdout_gets_no_alias(
     better, note = models.register(info.model_uri, "weak", {**evidence,
                                                             "holdout_roc_auc": "0.61"})
     assert note == f"@challenger -> version {better.version}"
-    # W3: a model the holdout contradicts (self-deceived), whoever chose it, does not challenge
+    # W3: a submitter's choice the holdout contradicts (self-deceived) does not challenge
     flattered, note = models.register(info.model_uri, "weak", {
         **evidence, "cv_roc_auc": "0.9593", "holdout_roc_auc": "0.8478", "gap": "0.1115",
-        "self_deceived": "true"})
+        "self_deceived": "true", "selection": "submitter"})
     assert note.startswith(f"@challenger not moved to version {flattered.version}: its "
                            "holdout gap 0.1115 is above the limit")
     assert client.get_registered_model("weak").aliases == {"challenger": better.version}

@@ -159,13 +159,21 @@ def test_the_version_says_it_runs_generated_code_and_promotion_needs_consent(hos
 
 def test_loading_the_model_on_the_host_is_what_runs_it(hostile, monkeypatch):
     """The control: the payload is real. Loading the registered model in this process (what
-    ``mlflow models serve`` does) runs the module body and the unpickling."""
+    ``mlflow models serve`` does) runs the module body and the unpickling, once accepted
+    (``MLFLOW_AGENTIC_ACCEPT_GENERATED_CODE=1``); without it, the load refuses first (W9)."""
+    from mlflow_agentic.tracking.serving import ACCEPT_ENV
+
     monkeypatch.setenv("SECRET_TOKEN", "s3cret-of-the-host")
+    monkeypatch.delenv(ACCEPT_ENV, raising=False)
     mlflow.set_tracking_uri(hostile["uri"])
+    root = hostile["root"]
     try:
+        with pytest.raises(mlflow.exceptions.MlflowException, match=ACCEPT_ENV):
+            mlflow.pyfunc.load_model(f"models:/{NAME}/1")
+        assert "pwned.module" not in markers(root)  # refused before the module body ran
+        monkeypatch.setenv(ACCEPT_ENV, "1")
         mlflow.pyfunc.load_model(f"models:/{NAME}/1")
     finally:
         mlflow.set_tracking_uri(None)
-    root = hostile["root"]
     assert markers(root) == ["pwned.injected", "pwned.module", "pwned.unpickled"]
     assert (root / "pwned.module").read_text() == "s3cret-of-the-host"

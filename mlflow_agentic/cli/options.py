@@ -229,13 +229,9 @@ def _failed(exc: Exception, kept: Callable[[], str]) -> None:
 def _deleted(run_id: str, kept: Callable[[], str]) -> None:
     """The experiment (or a run) was deleted while the search wrote to it: say so, and how to
     keep what was recorded (restore, then resume); exit 1."""
-    import mlflow
+    from mlflow_agentic.tracking.store import restore_command
 
-    try:
-        experiment = mlflow.MlflowClient().get_run(run_id).info.experiment_id
-        restore = f"mlflow experiments restore --experiment-id {experiment}"
-    except Exception:  # noqa: BLE001 - the store itself may be gone too
-        restore = f"mlflow runs restore --run-id {run_id}"
+    restore = restore_command(run_id)
     what = kept()
     search = what.rsplit("--resume ", 1)[1].rstrip(")") if "--resume " in what else None
     click.secho(f"error: run {run_id} was deleted while the search wrote to it (its "

@@ -126,7 +126,7 @@ def run_command(**options) -> None:
 @contextlib.contextmanager
 def quiet_warnings(quiet: bool):
     """``--quiet``: no library warning is printed, by this process or the workers it starts
-    (``PYTHONWARNINGS``); the summary says what went wrong."""
+    (``PYTHONWARNINGS``); this package's own (what it changed of the command) still are."""
     import os
     import warnings
 
@@ -138,6 +138,7 @@ def quiet_warnings(quiet: bool):
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
+            warnings.filterwarnings("default", module=r"mlflow_agentic\.")  # ours: said
             yield
     finally:
         if previous is None:

@@ -98,7 +98,13 @@ def main(folder: str, out: str, hold: bool = False) -> int:
         result.update(stage=stage, error=f"{type(exc).__name__}: {exc}"[:2000],
                       traceback=traceback.format_exc()[-8000:])
     result["timings"]["total_seconds"] = round(time.perf_counter() - started, 3)
-    (out_dir / "candidate.log").write_text(log.getvalue()[-20000:])
+    return _finish(out_dir, result, log.getvalue(), hold)
+
+
+def _finish(out_dir: Path, result: dict, log: str, hold: bool) -> int:
+    """The log and the status written; then the process ends (or, with ``hold``, becomes
+    ``sleep`` once it said its outputs are ready): nothing of the candidate's runs after."""
+    (out_dir / "candidate.log").write_text(log[-20000:])
     (out_dir / "result.json").write_text(json.dumps(result))
     sys.stdout.flush()
     if hold:  # a container: its output folder is a tmpfs, read while the container lives

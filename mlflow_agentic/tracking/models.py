@@ -259,12 +259,16 @@ def _not_above_baseline(tags: dict[str, Any]) -> str:
 
 
 def _self_deceived(tags: dict[str, Any]) -> str:
-    """Why a version whose CV the sealed holdout contradicts earns no alias, whoever chose it
-    (a submitter's choice included): '' when the gap is within its limit or unknown."""
-    if str(tags.get(ev.SELF_DECEIVED, "")).lower() != "true":
+    """Why an LLM submitter's choice whose CV the sealed holdout contradicts earns no alias
+    ('' when the gap is within its limit, unknown, or the engine chose): an LLM never gets the
+    last word, and a candidate may have steered that choice (the engine's own choices go to
+    the promotion gate, which refuses a self-deceived version)."""
+    if str(tags.get(ev.SELF_DECEIVED, "")).lower() != "true" or \
+            tags.get("selection") != "submitter":
         return ""
-    return (f"its holdout gap {tags.get(ev.GAP, '?')} is above the limit: CV flattered it "
-            "(self-deceived), so it does not challenge; the version keeps its evidence")
+    return (f"its holdout gap {tags.get(ev.GAP, '?')} is above the limit: CV flattered the "
+            "submitter's choice (self-deceived), so it does not challenge; the version keeps "
+            "its evidence")
 
 
 def _better_holder(client, name: str, alias: str, tags: dict[str, Any]):

@@ -337,3 +337,15 @@ def deleted_while_running(exc: BaseException) -> str | None:
     match = re.search(r"The run (\w+) must be in the 'active' state\. Current state is "
                       r"deleted", str(exc))
     return match.group(1) if match else None
+
+
+def restore_command(run_id: str) -> str:
+    """How to bring back a deleted run: its experiment's restore (or the run's, when the
+    store cannot say which experiment)."""
+    import mlflow
+
+    try:
+        experiment = mlflow.MlflowClient().get_run(run_id).info.experiment_id
+    except Exception:  # noqa: BLE001 - the store itself may be gone too
+        return f"mlflow runs restore --run-id {run_id}"
+    return f"mlflow experiments restore --experiment-id {experiment}"
