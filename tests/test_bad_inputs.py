@@ -185,3 +185,21 @@ def test_a_cost_cap_on_a_model_with_no_price_is_refused_unless_priced(monkeypatc
     with pytest.raises(UserInputError) as caught:  # priced: the next check is the endpoint's
         search(frame, "target", proposer="llm", llm=capped, max_iterations=1, register="never")
     assert "no known price" not in str(caught.value)
+
+
+def test_w14_roc_auc_ovr_is_sklearns_and_stays_defined_when_a_class_is_absent():
+    from sklearn.metrics import roc_auc_score
+
+    from mlflow_agentic.core.metrics import METRICS
+
+    rng = np.random.default_rng(0)
+    classes = tuple(f"c{i}" for i in range(6))
+    y = rng.choice(classes, 300)
+    proba = rng.dirichlet(np.ones(6), 300)
+    proba[:40] = 1 / 6  # ties
+    ours = METRICS["roc_auc_ovr"].score(y, None, proba, classes)
+    assert ours == pytest.approx(roc_auc_score(y, proba, multi_class="ovr",
+                                               labels=list(classes)), abs=1e-12)
+    rare = np.where(y == "c5", "c4", y)  # c5 absent from these rows: left out, not NaN
+    score = METRICS["roc_auc_ovr"].score(rare, None, proba, classes)
+    assert np.isfinite(score)

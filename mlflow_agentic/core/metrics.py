@@ -58,13 +58,20 @@ def _roc_auc_ovr(y, pred, proba, classes):
     negatives): scikit-learn's ``multi_class="ovr"`` when every class is there; a class absent
     from these rows (a rare one in a fold or a small holdout) has no AUC and is left out, not
     made a NaN that sinks the whole score."""
-    y = np.asarray(y)
-    scores = []
-    for k, label in enumerate(classes):
-        positive = y == label
-        if positive.any() and not positive.all():
-            scores.append(skm.roc_auc_score(positive, proba[:, k]))
-    return float(np.mean(scores)) if scores else float("nan")
+    from scipy.stats import rankdata
+
+    y = np.asarray(y, dtype=object)
+    positive = y[:, None] == np.asarray(list(classes), dtype=object)[None, :]
+    n, n_pos = len(y), positive.sum(axis=0)
+    held = (n_pos > 0) & (n_pos < n)
+    if not held.any():
+        return float("nan")
+    # each class's AUC as Mann-Whitney's U (ties: average ranks), all classes at once: what
+    # roc_auc_score computes, without its per-call checks (65 classes: 0.2 s -> 2 ms a fold)
+    ranks = rankdata(np.asarray(proba, dtype=float)[:, held], axis=0)
+    pos, count = positive[:, held], n_pos[held].astype(float)
+    auc = ((ranks * pos).sum(axis=0) - count * (count + 1) / 2) / (count * (n - count))
+    return float(np.mean(auc))
 
 
 def _log_loss(y, pred, proba, classes):
