@@ -48,7 +48,21 @@ class _SklearnView:
         return self.model.predict(data)
 
     def get_raw_model(self):
-        return self.model
+        return _Unscored(self.model)
+
+
+class _Unscored:
+    """The fitted model without scikit-learn's ``score``: the evaluator would log it as
+    ``holdout_score`` (accuracy, or R2, unnamed) beside the search's own holdout metric; its
+    named metrics (``holdout_accuracy_score``, ``holdout_r2_score``) say the same."""
+
+    def __init__(self, model) -> None:
+        self._model = model
+
+    def __getattr__(self, name: str):
+        if name == "score":
+            raise AttributeError("score: not logged (the evaluator names accuracy and R2)")
+        return getattr(self._model, name)
 
 
 def log_diagnostics(rec, model, train, holdout, metric: str, model_id: str | None = None,
@@ -105,7 +119,7 @@ def _evaluate(model, hd, train, model_id: str | None) -> None:
     view = PyFuncModel(Model(flavors={"python_function": {"loader_module": "mlflow.sklearn"}}),
                        _SklearnView(model))
     # the evaluator's INFO lines (active model set, label inference) are not for our users
-    with warnings.catch_warnings(), quiet_loggers("mlflow", level=logging.WARNING):
+    with warnings.catch_warnings(), quiet_loggers("mlflow", level=logging.ERROR):
         warnings.simplefilter("ignore")
         mlflow.models.evaluate(view, data, model_type="classifier" if classifier else "regressor",
                                evaluators=["default"], evaluator_config={"default": config},
