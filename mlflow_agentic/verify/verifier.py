@@ -46,4 +46,7 @@ class DeterministicVerifier:
                            f"{baseline:.4f} {sign} margin {kind}{abs(bar - baseline):.4f})",
                            score)
         cmp = ">" if greater_is_better else "<"
-        return Verdict(True, f"beats the trivial baseline ({score:.4f} {cmp} {bar:.4f})", score)
+        sign = "+" if greater_is_better else "-"
+        kind = "" if bounded else f"{self.margin:.0%} of "
+        return Verdict(True, f"beats the trivial baseline ({score:.4f} {cmp} {baseline:.4f} "
+                       f"{sign} margin {kind}{abs(bar - baseline):.4f})", score)
