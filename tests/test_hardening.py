@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -359,7 +360,10 @@ def test_a_tracking_server_that_comes_back_loses_nothing(tmp_path, churn_frame):
             llm.close()
             assert proc.returncode == 0, err
             assert f"tracking store {uri} is not answering" in err
-            assert "is answering again; the search goes on" in err
+            # said by the call that got through, or (a busy machine: the outage met the end
+            # of the search) by the delivery of what waited in the journal
+            assert ("is answering again; the search goes on" in err
+                    or re.search(r"sent \d+ (journaled )?record\(s\) of search run", err)), err
             runs = search_runs(uri)
             parent = runs[runs["tags.agentic.role"] == "search"]
             traces = traces_of(uri, parent["experiment_id"].iloc[0],
