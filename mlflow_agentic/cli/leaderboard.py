@@ -41,6 +41,7 @@ def leaderboard_command(run, fmt, experiment, tracking_uri) -> None:
 
 
 def _table(past) -> None:
+    import pandas as pd
     from rich.console import Console
     from rich.table import Table
 
@@ -53,20 +54,13 @@ def _table(past) -> None:
         table.add_column(name, justify="right" if frame[name].dtype.kind in "fi" else "left",
                          overflow="fold")
     for _, row in frame[columns].iterrows():
-        table.add_row(*("" if _missing(v) else _shown(v, name) for name, v in row.items()))
+        table.add_row(*("" if pd.isna(v) else _shown(v, name) for name, v in row.items()))
     import sys
 
     console = Console(width=None if sys.stdout.isatty() else 250)  # piped: nothing cut
     console.print(table)
     if past.summary:
         console.print(past.summary.splitlines()[0], highlight=False, soft_wrap=True)
-
-
-def _missing(value) -> bool:
-    try:
-        return value != value  # NaN
-    except Exception:  # noqa: BLE001 - any other value is shown
-        return False
 
 
 def _shown(value, column: str) -> str:

@@ -212,7 +212,7 @@ def _failed(exc: Exception, kept: Callable[[], str]) -> None:
 
     deleted = deleted_while_running(exc)
     if deleted is not None:
-        _deleted(deleted, kept)
+        _deleted(deleted)
     # a bug or an environment fault: one line, the runs marked FAILED
     if os.environ.get("MLFLOW_AGENTIC_TRACEBACK"):
         import traceback
@@ -226,14 +226,12 @@ def _failed(exc: Exception, kept: Callable[[], str]) -> None:
     sys.exit(EXIT_FAILURE)
 
 
-def _deleted(run_id: str, kept: Callable[[], str]) -> None:
+def _deleted(run_id: str) -> None:
     """The experiment (or a run) was deleted while the search wrote to it: say so, and how to
     keep what was recorded (restore, then resume); exit 1."""
     from mlflow_agentic.tracking.store import restore_command
 
-    restore = restore_command(run_id)
-    what = kept()
-    search = what.rsplit("--resume ", 1)[1].rstrip(")") if "--resume " in what else None
+    restore, search = restore_command(run_id)
     click.secho(f"error: run {run_id} was deleted while the search wrote to it (its "
                 "experiment was deleted?): the search stopped; nothing was registered.",
                 fg="red", err=True)

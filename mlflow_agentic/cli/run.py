@@ -147,6 +147,21 @@ def quiet_warnings(quiet: bool):
             os.environ["PYTHONWARNINGS"] = previous
 
 
+def _next_steps(mv) -> None:
+    """How to promote (and serve) the version a search just made @challenger."""
+    if mv.tags.get("generated_code") == "true":
+        click.secho("this model runs LLM-written code when loaded: promote it with "
+                    "--accept-generated-code, and serve it inside a container "
+                    "(docs/guides/code-mode.md: The sandbox)", fg="yellow")
+        click.echo(f"promote it: mlflow-agentic promote --model {mv.name} "
+                   "--accept-generated-code   (gate to @champion)")
+    else:
+        click.echo(f"promote it: mlflow-agentic promote --model {mv.name}   (gate to "
+                   "@champion)")
+        click.echo(f"serve it:   mlflow models serve -m models:/{mv.name}@champion "
+                   "--env-manager local -p 5001")
+
+
 def _kept(tracker) -> str:
     """What the store holds of an interrupted search, and how to continue it."""
     recorded = tracker.recorded() if tracker is not None else ""
@@ -202,19 +217,8 @@ def _report(outcome, tracker, kwargs: dict) -> None:
         else:
             click.secho(f"registered: models:/{mv.name} version {mv.version}; "
                         f"{outcome.alias_note}", fg="yellow")
-        if not moved:  # nothing to promote: the alias did not move to this version
-            pass
-        elif mv.tags.get("generated_code") == "true":
-            click.secho("this model runs LLM-written code when loaded: promote it with "
-                        "--accept-generated-code, and serve it inside a container "
-                        "(docs/guides/code-mode.md: The sandbox)", fg="yellow")
-            click.echo(f"promote it: mlflow-agentic promote --model {mv.name} "
-                       "--accept-generated-code   (gate to @champion)")
-        else:
-            click.echo(f"promote it: mlflow-agentic promote --model {mv.name}   (gate to "
-                       "@champion)")
-            click.echo(f"serve it:   mlflow models serve -m models:/{mv.name}@champion "
-                       "--env-manager local -p 5001")
+        if moved:  # else nothing to promote: the alias did not move to this version
+            _next_steps(mv)
     elif outcome.alias_note:  # a note without a version: why none was registered
         click.secho(f"not registered: {outcome.alias_note}", fg="yellow")
     elif result.best_candidate is None:

@@ -23,6 +23,8 @@ import tempfile
 import threading
 from pathlib import Path
 
+from mlflow_agentic.core.processes import process_alive
+
 LABEL = "mlflow-agentic"
 OWNER = "mlflow-agentic.owner"
 STAGED = "mlflow-agentic.staged"
@@ -51,18 +53,7 @@ def owner_alive(token: str) -> bool:
     pid, _, start = rest.partition(":")
     if host != socket.gethostname() or not pid.isdigit():
         return True
-    return _start_time(int(pid)) == start if start != "?" else _pid_alive(int(pid))
-
-
-def _pid_alive(pid: int) -> bool:
-    """Whether a process ``pid`` exists (where ``/proc`` is not there to say when it began)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return _start_time(int(pid)) == start if start != "?" else process_alive(int(pid))
 
 
 def remove_staged(folder: str | None) -> None:
@@ -96,7 +87,7 @@ def sweep_staged(only_pid: int | None = None) -> None:
         pid = path.name.removeprefix(STAGED_PREFIX).split("-", 1)[0]
         if not pid.isdigit() or (only_pid is not None and int(pid) != only_pid):
             continue
-        if only_pid is not None or not _pid_alive(int(pid)):
+        if only_pid is not None or not process_alive(int(pid)):
             shutil.rmtree(path, ignore_errors=True)
 
 

@@ -149,7 +149,7 @@ class SandboxResult:
         """The harness's files as the host took them (``outputs``: regular files within their
         caps, the rest refused with a reason); ``killed``: why the runner stopped it first."""
         log = outputs.files.get("candidate.log", b"").decode(errors="replace")[-MAX_LOG_CHARS:]
-        refused = outputs.problem(outputs.refused)
+        refused = outputs.problem()
         if refused is not None:
             return cls(False, "outputs", label, error=refused, seconds=seconds,
                        log=log, limits=limits)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import stat
 import tarfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,11 +38,10 @@ class Outputs:
     files: dict[str, bytes] = field(default_factory=dict)
     refused: dict[str, str] = field(default_factory=dict)
 
-    def problem(self, names: Iterable[str]) -> str | None:
-        """The first refusal among ``names``, as one sentence, or None."""
-        for name in names:
-            if name in self.refused:
-                return f"the sandbox's {name} was refused: {self.refused[name]}"
+    def problem(self) -> str | None:
+        """The first refusal, as one sentence, or None."""
+        for name, reason in self.refused.items():
+            return f"the sandbox's {name} was refused: {reason}"
         return None
 
 

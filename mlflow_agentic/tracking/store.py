@@ -339,13 +339,15 @@ def deleted_while_running(exc: BaseException) -> str | None:
     return match.group(1) if match else None
 
 
-def restore_command(run_id: str) -> str:
+def restore_command(run_id: str) -> tuple[str, str | None]:
     """How to bring back a deleted run: its experiment's restore (or the run's, when the
-    store cannot say which experiment)."""
+    store cannot say which experiment), and the search run to resume then (the run's parent,
+    or the run itself; None when the store cannot say)."""
     import mlflow
 
     try:
-        experiment = mlflow.MlflowClient().get_run(run_id).info.experiment_id
+        run = mlflow.MlflowClient().get_run(run_id)
     except Exception:  # noqa: BLE001 - the store itself may be gone too
-        return f"mlflow runs restore --run-id {run_id}"
-    return f"mlflow experiments restore --experiment-id {experiment}"
+        return f"mlflow runs restore --run-id {run_id}", None
+    search = run.data.tags.get("mlflow.parentRunId", run_id)
+    return f"mlflow experiments restore --experiment-id {run.info.experiment_id}", search
