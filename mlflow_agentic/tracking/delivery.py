@@ -96,30 +96,37 @@ class TraceRefused(Exception):
     """The store answers, but did not keep a trace (sending it again will not help)."""
 
 
+REFUSED_AFTER = 3  # sends seen missing while the store answered, before it counts as refused
+
+
 def deliver_trace(client, trace: dict, tried: list[str]) -> str:
     """Send ``trace`` and see it in the store, once: an earlier try (``tried``, which this
     extends) that arrived whole is the answer; one that arrived without its span is deleted.
     Raises ``ConnectionError`` (a retry is in order) when the store did not answer, and
-    ``TraceRefused`` when it answered but did not keep the trace."""
+    ``TraceRefused`` when it answered but did not keep the trace ``REFUSED_AFTER`` times in a
+    row (a server just coming back answers a query before its trace export works: measured)."""
     import mlflow
 
-    for earlier in tried:
-        if trace_landed(client, earlier):
-            return earlier
-        with contextlib.suppress(Exception):
-            client.delete_traces(trace["experiment_id"], trace_ids=[earlier])
-    trace_id = send_trace(client, trace)
-    tried.append(trace_id)
-    mlflow.flush_trace_async_logging()
-    if not trace_landed(client, trace_id):
+    for attempt in range(1, REFUSED_AFTER + 1):
+        for earlier in tried:
+            if trace_landed(client, earlier):
+                return earlier
+            with contextlib.suppress(Exception):
+                client.delete_traces(trace["experiment_id"], trace_ids=[earlier])
+        trace_id = send_trace(client, trace)
+        tried.append(trace_id)
+        mlflow.flush_trace_async_logging()
+        if trace_landed(client, trace_id):
+            return trace_id
         try:
             client.search_experiments(max_results=1)
         except Exception as exc:  # noqa: BLE001 - down: the caller retries
             raise ConnectionError(f"the tracking store did not keep trace {trace_id}: "
                                   f"{exc}") from exc
-        raise TraceRefused(f"the tracking store answers but did not keep the trace of LLM "
-                           f"call {trace['attributes'].get('call', '?')} ({trace_id})")
-    return trace_id
+        if attempt < REFUSED_AFTER:
+            time.sleep(attempt)  # 1 s, 2 s: the server may still be starting
+    raise TraceRefused(f"the tracking store answers but did not keep the trace of LLM "
+                       f"call {trace['attributes'].get('call', '?')} ({tried[-1]})")
 
 
 def log_batch(client, run_id: str, metrics: dict, params: dict, tags: dict,
