@@ -170,11 +170,17 @@ def peer_flaml(args) -> dict:
 
 
 def typed_frames(train: str, holdout: str, target: str):
-    """The peers' typing of both frames: numbers stored as text parsed, other text as a
-    category (the holdout's with the training categories)."""
+    """The peers' typing of both frames (``type_frames``)."""
+    X, y, Xh, yh = _frames(train, holdout, target)
+    type_frames(X, Xh)
+    return X, y, Xh, yh
+
+
+def type_frames(X, Xh) -> None:
+    """In place: numbers stored as text parsed, other text as a category (the holdout's with
+    the training categories)."""
     import pandas as pd
 
-    X, y, Xh, yh = _frames(train, holdout, target)
     for frame in (X, Xh):
         for col in frame.columns:
             if not pd.api.types.is_numeric_dtype(frame[col]):
@@ -184,7 +190,6 @@ def typed_frames(train: str, holdout: str, target: str):
                         r"^-?[\d.]+$").mean() > 0.95 else frame[col].astype("category")
     for col in Xh.select_dtypes("category").columns:
         Xh[col] = pd.Categorical(Xh[col], categories=X[col].cat.categories)
-    return X, y, Xh, yh
 
 
 HGB_MAX_LEVELS = 255

