@@ -232,3 +232,12 @@ def test_an_unknown_setting_is_named_with_the_closest():
     with pytest.raises(TypeError, match="unknown search setting 'max_iteration'. .*Did you "
                                         "mean 'max_iterations'"):
         AgenticAutoML(SequenceProposer([q(0.5)]), max_iteration=3)
+
+
+@pytest.mark.parametrize("offset, folds", [(None, 5), (0, 3), (1, 5)])
+def test_a_large_table_is_searched_on_fewer_folds(data, offset, folds):
+    """From ``large_rows`` training rows, 3 folds instead of ``cv`` (0: ``cv`` at every size)."""
+    large_rows = 0 if offset is None else data.n_rows + offset
+    run = AgenticAutoML(SequenceProposer([q(0.7)]), cv=5, large_rows=large_rows,
+                        trainers=["scripted"], max_attempts=1).solve(data)
+    assert len(run.attempts[0].fold_scores) == folds

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from mlflow_agentic.core.settings import SearchSettings
+from mlflow_agentic.core.settings import SearchSettings, folds_for
 from mlflow_agentic.data.split import Holdout, seal_holdout
 from mlflow_agentic.engine import AgenticAutoML, EngineeringRun, SearchObserver
 from mlflow_agentic.engine.steps import combining_steps
@@ -97,14 +97,17 @@ class SealedTask:
 
 
 def seal(dataset, *, split: SplitOptions | None = None, cv: int = 5, cv_scheme: str = "auto",
-         random_state: int = 0, keep_flagged_columns: bool = False) -> SealedTask:
-    """Seal the holdout, then brief the training rows (profile, leakage findings, CV advice)."""
+         random_state: int = 0, keep_flagged_columns: bool = False,
+         large_rows: int = 0) -> SealedTask:
+    """Seal the holdout, then brief the training rows (profile, leakage findings, CV advice)
+    on the folds the search will use (``folds_for``: fewer from ``large_rows`` rows)."""
     split = split or SplitOptions()
     train, holdout = seal_holdout(
         dataset, time_column=split.time_column, group_column=split.group_column,
         holdout_fraction=split.holdout_fraction,
         post_outcome_columns=tuple(split.post_outcome_columns), random_state=random_state)
-    briefing = build_briefing(train, cv=cv, cv_scheme=cv_scheme, random_state=random_state,
+    briefing = build_briefing(train, cv=folds_for(cv, large_rows, train.n_rows),
+                              cv_scheme=cv_scheme, random_state=random_state,
                               keep_flagged_columns=keep_flagged_columns)
     return SealedTask(train, holdout, briefing)
 
@@ -135,7 +138,8 @@ def run_search(
     started = time.perf_counter() if started is None else started
     settings = SearchSettings.of(settings, **changes)
     task = seal(dataset, split=split, cv=settings.cv, cv_scheme=settings.cv_scheme,
-                random_state=settings.seed, keep_flagged_columns=keep_flagged_columns)
+                random_state=settings.seed, keep_flagged_columns=keep_flagged_columns,
+                large_rows=settings.large_rows)
     loop_seconds = loop_budget(settings.time_budget, started, tracker is not None,
                                dataset.n_rows, len(dataset.columns))
     finish_by = (None if settings.time_budget is None
