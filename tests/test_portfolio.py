@@ -30,6 +30,31 @@ def test_a_regression_starts_with_every_trainer_at_its_defaults(churn_frame):
     assert starts("builtin", regression, trainers) == starts("defaults", regression, trainers)
 
 
+@pytest.mark.parametrize("budget, large_rows, seeded", [
+    (30, 100, ["linear", "xgboost"]),  # a large table against the clock: no slow seed
+    (None, 100, ["linear", "xgboost", "random_forest"]),  # no clock: every trainer seeded
+    (30, 0, ["linear", "xgboost", "random_forest"]),  # --large-rows 0: off
+    (30, 10_000, ["linear", "xgboost", "random_forest"])])  # a small table
+def test_a_large_table_against_the_clock_is_not_seeded_with_slow_trainers(
+        churn_frame, budget, large_rows, seeded):
+    """The forests stay in the sampler's space; only their first, costly fits are not queued."""
+    from mlflow_agentic.core.observer import SearchContext
+    from mlflow_agentic.core.settings import SearchSettings
+    from mlflow_agentic.proposers.optuna import OptunaProposer
+
+    regression = Dataset.from_frame(churn_frame.head(300), "MonthlyCharges")
+    trainers = ["linear", "xgboost", "random_forest"]
+    settings = SearchSettings(time_budget=budget, large_rows=large_rows, max_attempts=9)
+    proposer = OptunaProposer(seed=0)
+    proposer.start(SearchContext(dataset=regression, metric="rmse", trainers=tuple(trainers),
+                                 baseline_score=0.0, baseline_fold_scores=(), n_splits=3,
+                                 search=settings, proposer_name="optuna"))
+    seeds = proposer.propose_initial(regression, trainers)
+    assert [c.trainer for c in seeds] == seeded
+    asked = proposer.study.trials[0].distributions["trainer"]
+    assert "random_forest" in asked.choices  # the sampler may still choose it
+
+
 def test_every_start_lies_inside_this_datasets_space(churn_small):
     trainers = ["linear", "hist_gradient_boosting", "xgboost", "random_forest", "extra_trees"]
     planned = starts("builtin", churn_small, trainers)

@@ -50,6 +50,16 @@ class OptunaProposer(CandidateProposer):
         self._pending: dict[int, tuple[SolutionCandidate, object]] = {}
 
     # ---- protocol ---------------------------------------------------------------------------
+    def start(self, context) -> None:
+        """A large table searched against the clock is not seeded with the slow trainers
+        (``portfolio.starts``): their first fits would take the minute the boosters need."""
+        search = getattr(context, "search", None)
+        self.slow_seeds = not (search is not None and search.time_budget is not None
+                               and search.large_rows
+                               and context.dataset.n_rows >= search.large_rows)
+
+    slow_seeds = True
+
     def propose_initial(self, dataset, trainers: Sequence[str]) -> list[SolutionCandidate]:
         self._create_study(dataset, trainers)
         if not self.seed_defaults:
@@ -63,7 +73,7 @@ class OptunaProposer(CandidateProposer):
         from mlflow_agentic.trainers.portfolio import starts
 
         whys = []
-        for name, params, why in starts(self.portfolio, dataset, trainers):
+        for name, params, why in starts(self.portfolio, dataset, trainers, self.slow_seeds):
             self.study.enqueue_trial(
                 {TRAINER_PARAM: name, **{_param_name(name, k): v for k, v in params.items()}},
                 skip_if_exists=self.storage is not None)

@@ -24,10 +24,17 @@ FAMILY = {"binary": "classification", "multiclass": "classification",
           "regression": "regression"}
 
 
-def starts(source: str, dataset, trainers: Sequence[str]) -> list[tuple[str, dict, str]]:
+SLOW = 3
+"""A trainer's ``cost`` from which it is not seeded on a large table with a time budget."""
+
+
+def starts(source: str, dataset, trainers: Sequence[str], slow: bool = True
+           ) -> list[tuple[str, dict, str]]:
     """``(trainer, full params, why)`` to try first, in order: the portfolio's entries for this
     task among ``trainers`` (``source``: ``builtin``, ``defaults`` or a JSON file), then every
-    other allowed trainer at its defaults, cheap first."""
+    other allowed trainer at its defaults, cheap first; ``slow=False``: not the slow ones
+    (``SLOW``: forests, CatBoost), which stay in the sampler's space (on a large table one of
+    their fits costs several booster attempts)."""
     entries = [] if source == DEFAULTS else _entries(source, dataset.task)
     out, named = [], set()
     for i, entry in enumerate(entries, start=1):
@@ -40,6 +47,8 @@ def starts(source: str, dataset, trainers: Sequence[str]) -> list[tuple[str, dic
         out.append((name, params, f"portfolio configuration {i} of {len(entries)}"))
         named.add(name)
     for name in sorted((t for t in trainers if t not in named), key=lambda t: get_trainer(t).cost):
+        if not slow and get_trainer(name).cost >= SLOW:
+            continue
         out.append((name, get_trainer(name).defaults(dataset), "trainer defaults"))
     return out
 
