@@ -204,9 +204,9 @@ class RegisteredSearch:
 
 
 def registered_search(uri: str, dataset, name: str, candidates, seed: int = 0,
-                      register: str = "better"):
+                      register: str = "better", **settings):
     """Search ``dataset`` with a fixed candidate list and register the best as ``name``
-    (``register``: the registry policy)."""
+    (``register``: the registry policy; ``settings``: other search settings)."""
     from mlflow_agentic import SequenceProposer
     from mlflow_agentic.frontdoor.orchestrator import run_search
     from mlflow_agentic.tracking import MlflowTracker
@@ -217,7 +217,7 @@ def registered_search(uri: str, dataset, name: str, candidates, seed: int = 0,
         tracker = MlflowTracker(experiment=f"{name}-searches", register_name=name,
                                 register=register)
         result = run_search(dataset, lambda: SequenceProposer(candidates), max_iterations=5,
-                            patience=5, cv=3, seed=seed, tracker=tracker)
+                            patience=5, cv=3, seed=seed, tracker=tracker, **settings)
     finally:
         mlflow.set_tracking_uri(previous)
     return RegisteredSearch(uri, result, tracker, name)

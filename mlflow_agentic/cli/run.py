@@ -203,6 +203,12 @@ def _report(outcome, tracker, kwargs: dict) -> None:
 
     result = outcome.run
     click.echo(outcome.summary())
+    if result.evidence_model is not None:
+        click.echo(f"served: refit on all {result.served_rows} labelled rows (training + "
+                   "holdout); the holdout scores above are the same recipe's before")
+    elif result.served_note:
+        click.secho(f"served: fitted on the training rows only ({result.served_note})",
+                    fg="yellow")
     for line in result.problems():  # said even with --quiet
         click.secho(f"warning: {line}", fg="yellow", err=True)
     if kwargs["time_budget"] is not None:

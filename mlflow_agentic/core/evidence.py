@@ -24,10 +24,18 @@ EXCLUDED_COLUMNS = "excluded_columns"
 CRITICAL_FINDINGS = "critical_findings"
 ALIAS_DECISION = "alias_decision"
 GENERATED_CODE = "generated_code"
+"""``true`` on a code-mode model version: loading it runs LLM-written code."""
 MODEL_SHA256 = "model_sha256"
 """The logged model's files' digest: a param of the selected attempt's run (params cannot be
 changed once logged), compared by the promotion gate with the version it is asked to promote."""
-"""``true`` on a code-mode model version: loading it runs LLM-written code."""
+EVIDENCE_MODEL_URI = "evidence_model_uri"
+"""With ``--refit-full``: the model the holdout scored (fitted on the training rows only),
+logged beside the served one; a param of the selected attempt's run. The promotion gate scores
+it, not the served model, on the search's own holdout (the served model has seen those rows)."""
+EVIDENCE_MODEL_SHA256 = "evidence_model_sha256"
+"""That model's files' digest (a param), checked before it is scored."""
+SERVED_ROWS = "served_rows"
+"""How many labelled rows the served model was fitted on (a param)."""
 ACCEPTED_BY = "generated_code.accepted_by"
 ACCEPTED_AT = "generated_code.accepted_at"
 

@@ -129,6 +129,9 @@ class SearchSettings:
     bag: bool = setting(False, "Serve the selected attempt as the average of the models its "
                         "CV folds fitted (no refit on all rows) whenever they were kept and "
                         "fit the time left.")
+    refit_full: bool = setting(False, "Once the holdout has scored the selected model, serve "
+                               "the same recipe refit on the training and holdout rows (the "
+                               "holdout's evidence stays that of the model it scored).")
     margin: float = setting(0.01, "How much a candidate must beat the trivial baseline by.")
     selection: str = setting(
         "best", "Which verified attempt is registered: the top CV score (best), or the "

@@ -188,6 +188,13 @@ class EngineeringRun:
     """``model`` is the average of the selected attempt's fold models, not a refit."""
     ties: tuple[AttemptRecord, ...] = ()
     """Other verified attempts within one standard error of the top CV score."""
+    evidence_model: Any = None
+    """With ``refit_full``: the selected attempt fitted on the training rows only, the model the
+    holdout scored (``model`` is then the same recipe refit on training + holdout rows)."""
+    served_rows: int = 0
+    """The labelled rows ``model`` was fitted on (0: not recorded)."""
+    served_note: str = ""
+    """Why ``refit_full`` was asked for and not done ('' when it was, or was not asked)."""
 
     @property
     def tie_window(self) -> float:

@@ -230,7 +230,7 @@ class AgenticAutoML:
             refit_seconds=refit_seconds, selection=selection, top_attempt=top,
             ties=tuple(ties(history, top)),
             selection_note="; ".join(n for n in (why if best is top else "", note) if n),
-            bagged=bag)
+            bagged=bag, served_rows=ctx.dataset.n_rows if model is not None else 0)
 
     def _propose(self, ctx, history, iterations: int, patience_left: int | None
                  ) -> tuple[list, StopReason | None]:

@@ -51,20 +51,23 @@ def refit(history, best, dataset, pool: WorkerPool, random_state: int = 0, code_
     for record in ranked:
         start = time.perf_counter()
         try:
-            if record.candidate.trainer in COMBINERS:
-                members = [by_index[i] for i in record.params["members"]]
-                model = combine(record, _refit_one(members, dataset, pool, random_state),
-                                dataset)
-            elif record.candidate.code is not None:
-                model = code_refit(record)
-            else:
-                model = _refit_one([record], dataset, pool, random_state)[0]
+            model = (code_refit(record) if record.candidate.code is not None
+                     else refit_on(record, by_index, dataset, pool, random_state))
         except Exception as exc:
             warnings.warn(f"refit of attempt {record.index} ({record.candidate.trainer}) "
                           f"failed: {exc}; trying the next verified attempt", stacklevel=2)
             continue
         return model, time.perf_counter() - start, record
     return None, 0.0, None
+
+
+def refit_on(record, by_index: dict, dataset, pool: WorkerPool, random_state: int = 0):
+    """``record`` (an attempt, or a combination of the attempts in ``by_index``) fitted on
+    every row of ``dataset``; raises what the fit raises."""
+    if record.candidate.trainer in COMBINERS:
+        members = [by_index[i] for i in record.params["members"]]
+        return combine(record, _refit_one(members, dataset, pool, random_state), dataset)
+    return _refit_one([record], dataset, pool, random_state)[0]
 
 
 def _refit_one(records, dataset, pool: WorkerPool, random_state: int) -> list:

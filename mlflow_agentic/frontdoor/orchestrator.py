@@ -13,6 +13,7 @@ from mlflow_agentic.data.split import Holdout, seal_holdout
 from mlflow_agentic.engine import AgenticAutoML, EngineeringRun, SearchObserver
 from mlflow_agentic.engine.steps import combining_steps
 from mlflow_agentic.frontdoor.briefing import Briefing, build_briefing
+from mlflow_agentic.frontdoor.refit_full import serve_on_all_rows
 from mlflow_agentic.proposers.base import CandidateProposer
 from mlflow_agentic.scoring import HoldoutReport, HoldoutScorer, score_on_holdout
 from mlflow_agentic.verify import DeterministicVerifier
@@ -200,6 +201,9 @@ def search_sealed(
     run = automl.solve(briefing.dataset)
     try:
         report = score_on_holdout(run, briefing.dataset, task.holdout, scorer)
+        if settings.refit_full:  # after the holdout has spoken: it scored the model above
+            run.served_note = serve_on_all_rows(run, briefing.dataset, task.holdout,
+                                                automl.n_jobs, settings.seed, finish_by)
         if tracker is not None:
             tracker.finish(run, report, task.holdout, deadline=finish_by)
     except BaseException as exc:

@@ -78,7 +78,8 @@ def promote(model: str, *, from_alias: str = "challenger", to_alias: str = "cham
     task = tags.get(ev.TASK) or dataset.task
     model_type = "regressor" if task == "regression" else "classifier"
     metric = tags.get(ev.METRIC) or None
-    mine = _score(model, challenger, dataset, model_type, metric)
+    on_holdout = frame_source.startswith("holdout of")
+    mine = _score(model, challenger, dataset, model_type, metric, on_holdout)
     metric = mine.evaluation.metric
     moved = _score_moved(tags, metric, mine.evaluation.score, frame_source)
     if moved:
@@ -87,8 +88,10 @@ def promote(model: str, *, from_alias: str = "challenger", to_alias: str = "cham
         decision = Decision(False, [f"version {challenger.version} is already @{to_alias}"],
                             metric, mine.evaluation.score, mine.evaluation.score)
     else:
+        same_holdout = on_holdout and champion is not None and (
+            champion.tags.get(ev.HOLDOUT_DIGEST) == tags.get(ev.HOLDOUT_DIGEST))
         theirs = None if champion is None else _score(model, champion, dataset, model_type,
-                                                       metric)
+                                                       metric, same_holdout)
         comparison = None if theirs is None else paired_bootstrap(
             metric, dataset.y, mine.outputs, theirs.outputs)
         decision = decide(tags, metric=metric, challenger_score=mine.evaluation.score,
@@ -224,9 +227,11 @@ def _evaluation_data(tags: dict, data: str | None):
         return f"holdout of search run {run_id}", Dataset.from_path(path, target)
 
 
-def _score(model: str, mv, dataset, model_type: str, metric: str | None) -> Scored:
-    """Version ``mv`` judged on ``dataset``, with its predictions for the paired comparison."""
-    outputs = version_outputs(model, mv, dataset.X, model_type)
+def _score(model: str, mv, dataset, model_type: str, metric: str | None,
+           own_holdout: bool = False) -> Scored:
+    """Version ``mv`` judged on ``dataset``, with its predictions for the paired comparison
+    (``own_holdout``: the rows are the holdout of ``mv``'s search: ``versions.scored_uri``)."""
+    outputs = version_outputs(model, mv, dataset.X, model_type, own_holdout=own_holdout)
     evaluation = evaluate_predictions(dataset.X, dataset.y, model_type=model_type,
                                       y_pred=outputs.y_pred, proba=outputs.proba,
                                       classes=outputs.classes, metric=metric)

@@ -84,8 +84,10 @@ def _evidence(attempt, search) -> dict[str, str]:
     baseline = search.data.metrics.get(ev.baseline(metric))
     if baseline is not None:
         evidence[ev.baseline(metric)] = f"{baseline:.6f}"
-    if ev.MODEL_SHA256 in attempt.data.params:  # a param: it cannot be changed once logged
-        evidence[ev.MODEL_SHA256] = attempt.data.params[ev.MODEL_SHA256]
+    for key in (ev.MODEL_SHA256, ev.EVIDENCE_MODEL_URI, ev.EVIDENCE_MODEL_SHA256,
+                ev.SERVED_ROWS):  # params: they cannot be changed once logged
+        if key in attempt.data.params:
+            evidence[key] = attempt.data.params[key]
     if ev.SELF_DECEIVED in attempt.data.tags:
         evidence[ev.SELF_DECEIVED] = attempt.data.tags[ev.SELF_DECEIVED]
     holdout = search.data.tags.get("holdout", "")
@@ -99,7 +101,8 @@ def disagreements(tags: dict[str, str], evidence: dict[str, str]) -> list[str]:
     found = []
     for key, recorded in evidence.items():
         if key not in tags or key in (ev.SEARCH_RUN_ID, ev.RUN_ID, ev.GENERATED_CODE,
-                                      ev.MODEL_SHA256):
+                                      ev.MODEL_SHA256, ev.EVIDENCE_MODEL_URI,
+                                      ev.EVIDENCE_MODEL_SHA256, ev.SERVED_ROWS):
             continue
         claimed = tags[key]
         if key in COMPARED or key in (ev.TARGET, ev.TASK, ev.QUARANTINED):

@@ -92,10 +92,22 @@ def _log_on_selected(rec, run: EngineeringRun, report, holdout,
         tags = {"model_uri": info.model_uri, "mlflow.note.content": _selected_note(run, report)}
         params = {ev.MODEL_SHA256: rec.call("reading the logged model back", model_sha256,
                                             info.model_uri)}
+        scored, scored_id = run.model, info.model_id
+        if run.evidence_model is not None:  # refit on all rows: the holdout judged this one
+            evidence = rec.call("logging the model the holdout scored", models.log_model,
+                                run.evidence_model, ctx.dataset, model_requirements(best),
+                                name="holdout-evidence")
+            params.update({ev.EVIDENCE_MODEL_URI: evidence.model_uri,
+                           ev.EVIDENCE_MODEL_SHA256: rec.call(
+                               "reading the logged model back", model_sha256,
+                               evidence.model_uri)})
+            scored, scored_id = run.evidence_model, evidence.model_id
+        if run.served_rows:
+            params[ev.SERVED_ROWS] = run.served_rows
         metrics = {}
         if holdout is not None:
-            tags.update(log_diagnostics(rec, run.model, ctx.dataset, holdout, run.metric,
-                                        model_id=info.model_id, seed=ctx.search.seed,
+            tags.update(log_diagnostics(rec, scored, ctx.dataset, holdout, run.metric,
+                                        model_id=scored_id, seed=ctx.search.seed,
                                         deadline=deadline))
             s = report.selected if report is not None else None
             if s is not None and s.error is None:  # MLflow's evaluator logs its own, unrounded
@@ -114,7 +126,8 @@ def _no_better(rec, run: EngineeringRun, holdout, report, register_name: str | N
     name = _name(rec, register_name)
     try:
         found = rec.call("comparing with the registered model", versions.against_alias, name,
-                         alias, run.model, holdout.dataset, run.metric, report.digest)
+                         alias, run.evidence_model or run.model, holdout.dataset, run.metric,
+                         report.digest)
     except Exception as exc:  # no comparison is no reason to withhold the version
         rec.say(f"could not compare with {name}@{alias} ({type(exc).__name__}: {exc}); "
                 "registering a new version")
@@ -137,11 +150,25 @@ def _selected_note(run: EngineeringRun, report) -> str:
     s = report.selected if report is not None else None
     if s is not None and s.error is None:
         lines.append(f"Sealed holdout {m} {s.holdout:.4f}; {explain_gap(m, s.cv, s.gap)}.")
+    lines.append(served_rows_line(run, report) if report is not None else "")
     lines += ["", f"Rationale: {best.candidate.rationale or '-'}", "",
               f"Artifacts: the logged model `{_model_name(best)}` (served with labels, or "
               "with `params: {\"output\": \"probabilities\"}`), holdout plots and metrics "
               "(`holdout_*`), `holdout/predictions.json`, `explanations/`."]
     return "\n".join(lines)
+
+
+def served_rows_line(run: EngineeringRun, report) -> str:
+    """Which rows the served model saw, said where its scores are read."""
+    if run.evidence_model is not None:
+        return (f"Served model: refit on all {run.served_rows} labelled rows (training + "
+                f"holdout) after the holdout scored the same recipe fitted on the "
+                f"{run.served_rows - report.n_rows} training rows; that model is logged beside "
+                "it (`holdout-evidence`) and is what the promotion gate scores on this holdout.")
+    note = f" (not refit on all rows: {run.served_note})" if run.served_note else ""
+    if run.bagged:
+        return f"Served model: the average of its fold models{note}."
+    return f"Served model: fitted on the {run.served_rows} training rows{note}."
 
 
 def _model_name(best: AttemptRecord) -> str:
@@ -206,6 +233,7 @@ def _version_description(rec, run: EngineeringRun, report, name: str) -> str:
                      f"existed): {m} {s.holdout:.4f}; {explain_gap(m, s.cv, s.gap)}.")
     if run.ties:
         lines.append(f"- Ties: {run.tie_note().lstrip('; ')}.")
+    lines.append(f"- {served_rows_line(run, report)}")
     lines += [f"- Features: {len(ctx.dataset.feature_columns)}; excluded: "
               f"{', '.join(ctx.dataset.excluded_columns) or 'none'} (optional in requests).",
               f"- Source run: the selected attempt [{run_id}]({rec.run_link(run_id)}); search "

@@ -18,13 +18,15 @@ from mlflow_agentic.tracking.artifacts import downloaded
 from mlflow_agentic.tracking.evaluation import model_outputs
 
 
-def version_outputs(model: str, mv, X: pd.DataFrame, model_type: str) -> Outputs:
+def version_outputs(model: str, mv, X: pd.DataFrame, model_type: str,
+                    own_holdout: bool = False) -> Outputs:
     """Version ``mv`` of ``model`` predicting ``X`` (it gets the columns its signature
-    names)."""
+    names). ``own_holdout``: ``X`` is its search's holdout, so a version refit on all rows is
+    judged by the model that holdout scored (``scored_uri``)."""
     try:
         if mv.tags.get(ev.GENERATED_CODE) == "true":
             return _generated_outputs(model, mv.version, X, model_type)
-        loaded = mlflow.pyfunc.load_model(f"models:/{model}/{mv.version}")
+        loaded = mlflow.pyfunc.load_model(scored_uri(model, mv, own_holdout))
         schema = loaded.metadata.get_input_schema()
         if schema is not None and schema.has_input_names():
             X = X[[c for c in schema.input_names() if c in X.columns]]
@@ -34,6 +36,23 @@ def version_outputs(model: str, mv, X: pd.DataFrame, model_type: str) -> Outputs
     except Exception as exc:
         raise UserInputError(f"version {mv.version} of {model!r} cannot score the evaluation "
                              f"data: {type(exc).__name__}: {exc}") from exc
+
+
+def scored_uri(model: str, mv, own_holdout: bool) -> str:
+    """What judges version ``mv``: the version itself; or, on its search's own holdout, for a
+    version refit on training + holdout rows, the model that holdout scored (logged beside it,
+    its digest a param of the same run, checked here)."""
+    from mlflow_agentic.tracking.artifacts import model_sha256
+
+    if own_holdout and mv.run_id:
+        params = mlflow.MlflowClient().get_run(mv.run_id).data.params
+        uri = params.get(ev.EVIDENCE_MODEL_URI)
+        if uri:
+            if model_sha256(uri) != params.get(ev.EVIDENCE_MODEL_SHA256):
+                raise UserInputError(f"version {mv.version} of {model!r}: the model its holdout "
+                                     f"scored ({uri}) is not the one its search logged")
+            return uri
+    return f"models:/{model}/{mv.version}"
 
 
 def fitted_outputs(fitted, X: pd.DataFrame, model_type: str) -> Outputs:
@@ -78,5 +97,5 @@ def against_alias(name: str, alias: str, fitted, holdout, metric: str, digest: s
         return None
     model_type = "regressor" if holdout.task == "regression" else "classifier"
     ours = fitted_outputs(fitted, holdout.X, model_type)
-    theirs = version_outputs(name, standing, holdout.X, model_type)
+    theirs = version_outputs(name, standing, holdout.X, model_type, own_holdout=True)
     return standing, paired_bootstrap(metric, holdout.y, ours, theirs)

@@ -1,0 +1,72 @@
+"""Serve what the holdout vouched for, fitted on every labelled row (AutoGluon's ``refit_full``
+idea): once the holdout has scored the selected model, the same recipe (trainer, params,
+ensemble weights) is refit on the training and holdout rows. The holdout's evidence stays that
+of the model it scored, which is kept beside the served one (the promotion gate scores it)."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+import warnings
+
+import pandas as pd
+
+from mlflow_agentic.core.types import EngineeringRun
+from mlflow_agentic.data.split import Holdout
+from mlflow_agentic.engine.parallel import WorkerPool
+from mlflow_agentic.engine.refit import refit_on
+
+MARGIN = 1.5
+"""How much longer than the first refit the refit on all rows may be expected to take (more
+rows, a busy machine) when deciding whether it fits the time left."""
+
+
+def all_rows(train, holdout: Holdout):
+    """The training rows and the holdout rows as one dataset, typed as the training rows."""
+    frame = pd.concat([train.frame, holdout.dataset.frame[train.frame.columns]],
+                      ignore_index=True)
+    return dataclasses.replace(train, frame=frame, cv_groups=None, infinite_cells={})
+
+
+def why_not(run: EngineeringRun, holdout: Holdout, finish_by: float | None) -> str:
+    """Why the selected model cannot be refit on every row ('' when it can)."""
+    best = run.best_attempt
+    if run.model is None or best is None:
+        return "nothing to refit"
+    if run.bagged:
+        return "the served model is the average of its fold models (--bag), not a refit"
+    if best.candidate.code is not None:
+        return "a code-mode pipeline is refit in its sandbox on the training rows only"
+    if holdout.blanked_columns:
+        return ("the holdout's post-outcome columns are blanked, so its rows are not "
+                "training rows")
+    if finish_by is not None:
+        rows = holdout.n_rows + run.served_rows
+        expected = MARGIN * run.refit_seconds * rows / max(run.served_rows, 1)
+        if time.perf_counter() + expected > finish_by:
+            return (f"the refit on all rows (about {expected:.0f}s) would not fit the time "
+                    "left")
+    return ""
+
+
+def serve_on_all_rows(run: EngineeringRun, train, holdout: Holdout, n_jobs: int = 1,
+                      random_state: int = 0, finish_by: float | None = None) -> str:
+    """Refit ``run``'s selected attempt on ``train`` + ``holdout`` rows and serve that
+    (``run.model``), keeping the model the holdout scored as ``run.evidence_model``. Returns
+    why it was not done ('' when it was): the training-rows model is then served."""
+    reason = why_not(run, holdout, finish_by)
+    if reason:
+        return reason
+    data = all_rows(train, holdout)
+    by_index = {a.index: a for a in run.attempts}
+    start = time.perf_counter()
+    try:
+        model = refit_on(run.best_attempt, by_index, data, WorkerPool(n_jobs), random_state)
+    except Exception as exc:  # the model the holdout scored is served instead: nothing lost
+        warnings.warn(f"refit on all {data.n_rows} rows failed ({type(exc).__name__}: {exc}); "
+                      "serving the model fitted on the training rows", stacklevel=2)
+        return f"the refit on all rows failed: {type(exc).__name__}"
+    run.evidence_model, run.model = run.model, model
+    run.served_rows = data.n_rows
+    run.refit_seconds += time.perf_counter() - start
+    return ""

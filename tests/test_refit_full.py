@@ -1,0 +1,78 @@
+"""``--refit-full``: once the holdout has scored the selected model, the same recipe is refit on
+the training and holdout rows and served; the model the holdout scored is logged beside it, and
+the promotion gate scores that one on the search's own holdout (the served one has seen it)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from mlflow_agentic.core import evidence as ev
+from mlflow_agentic.data import Dataset
+from mlflow_agentic.data.split import Holdout
+from mlflow_agentic.frontdoor.refit_full import why_not
+from tests.conftest import promote_cli, registered_search
+
+NAME = "churn-full"
+
+
+@pytest.fixture(scope="module")
+def full(tmp_path_factory, churn_frame):
+    uri = f"sqlite:///{tmp_path_factory.mktemp('full') / 'mlflow.db'}"
+    return registered_search(uri, Dataset.from_frame(churn_frame, name="churn"), NAME,
+                             ["linear", "hist_gradient_boosting"], refit_full=True)
+
+
+def test_the_served_model_saw_every_labelled_row_and_the_holdouts_model_is_kept(full,
+                                                                               churn_frame):
+    run, report = full.result.run, full.result.holdout
+    assert run.served_rows == len(churn_frame) == 800
+    assert report.n_rows == 160 and run.evidence_model is not None
+    version = full.client.get_model_version(NAME, "1")
+    params = full.client.get_run(version.run_id).data.params
+    assert params[ev.SERVED_ROWS] == "800"
+    assert params[ev.EVIDENCE_MODEL_URI].startswith("models:/m-")
+    assert params[ev.EVIDENCE_MODEL_SHA256] != params[ev.MODEL_SHA256]  # two models
+    assert "refit on all 800 labelled rows (training + holdout)" in version.description
+    assert "on the 640 training rows" in version.description
+
+
+def test_the_gate_scores_the_model_the_holdout_scored_not_the_served_one(full):
+    """On its own holdout the served model scores above the recorded evidence (it has seen
+    those rows); the gate scores the evidence model, so the recorded score stands."""
+    import pandas as pd
+    from sklearn.metrics import roc_auc_score
+
+    version = full.client.get_model_version(NAME, "1")
+    recorded = float(version.tags[ev.holdout("roc_auc")])
+    search_run = full.tracker.parent_run_id
+    rows = pd.read_csv(full.client.download_artifacts(search_run, ev.HOLDOUT_ARTIFACT))
+    served = full.result.run.model.predict_proba(rows.drop(columns=["Churn"]))[:, 1]
+    assert roc_auc_score(rows["Churn"] == "Yes", served) > recorded + 0.005
+    result = promote_cli(full.uri, NAME, "--dry-run")
+    assert result.exit_code == 0, result.output
+    assert f"challenger v1 {recorded:.4f}" in result.output
+    assert "would promote" in result.output
+
+
+def test_the_served_model_differs_from_the_holdouts_on_the_holdout_rows(full, churn_frame):
+    """The refit is a different fit (more rows), not a copy of the evidence model."""
+    run = full.result.run
+    X = churn_frame.drop(columns=["Churn"]).head(200)
+    served = np.asarray(run.model.predict_proba(X))[:, 1]
+    scored = np.asarray(run.evidence_model.predict_proba(X))[:, 1]
+    assert not np.allclose(served, scored)
+
+
+def test_when_the_served_model_cannot_be_refit_on_all_rows_it_says_why(full):
+    run = full.result.run
+    holdout = Holdout(full.result.briefing.dataset, "stratified", 0.2)
+    assert why_not(dataclasses.replace(run, bagged=True), holdout, None).startswith(
+        "the served model is the average of its fold models")
+    blanked = dataclasses.replace(holdout, blanked_columns=("TotalCharges",))
+    assert "post-outcome columns are blanked" in why_not(run, blanked, None)
+    assert "would not fit the time left" in why_not(dataclasses.replace(
+        run, refit_seconds=60.0), holdout, finish_by=0.0)
+    assert why_not(run, holdout, None) == ""
