@@ -88,10 +88,9 @@ def promote(model: str, *, from_alias: str = "challenger", to_alias: str = "cham
         decision = Decision(False, [f"version {challenger.version} is already @{to_alias}"],
                             metric, mine.evaluation.score, mine.evaluation.score)
     else:
-        same_holdout = on_holdout and champion is not None and (
-            champion.tags.get(ev.HOLDOUT_DIGEST) == tags.get(ev.HOLDOUT_DIGEST))
-        theirs = None if champion is None else _score(model, champion, dataset, model_type,
-                                                       metric, same_holdout)
+        theirs = None if champion is None else _score(
+            model, champion, dataset, model_type, metric,
+            on_holdout and champion.tags.get(ev.HOLDOUT_DIGEST) == tags.get(ev.HOLDOUT_DIGEST))
         comparison = None if theirs is None else paired_bootstrap(
             metric, dataset.y, mine.outputs, theirs.outputs)
         decision = decide(tags, metric=metric, challenger_score=mine.evaluation.score,
