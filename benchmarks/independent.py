@@ -90,6 +90,10 @@ SETS = {"validation": list(VALIDATION), "development": [d for d in suite.DATASET
 SYSTEMS = ("mlflow-agentic", "autogluon", "flaml", "optuna-hgb", "default-hgb")
 OURS = "mlflow-agentic"
 PREVIOUS = "mlflow-agentic-previous"
+VARIANTS = {OURS: (), "mlflow-agentic-refit-full": ("--refit-full",),
+            "mlflow-agentic-5-folds": ("--large-rows", "0")}
+"""This project's levers, each as the options a user would add (a lever stays when it does not
+lose on the validation set)."""
 
 
 # ---- the splits --------------------------------------------------------------------------------
@@ -405,8 +409,9 @@ def measure(args) -> None:
                     work = Path(tempfile.mkdtemp(prefix="independent-"))
                     burner = peers.busy_core() if args.load else None
                     try:
-                        result = (run_ours(folder, target, budget, seed, work)
-                                  if system == OURS else
+                        result = (run_ours(folder, target, budget, seed, work,
+                                           VARIANTS[system])
+                                  if system in VARIANTS else
                                   run_peer(system, folder, target, metric, budget, work,
                                            args.autogluon_python))
                         value = score(folder, target, metric, result.pop("predictions"))
