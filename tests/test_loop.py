@@ -241,3 +241,23 @@ def test_a_large_table_is_searched_on_fewer_folds(data, offset, folds):
     run = AgenticAutoML(SequenceProposer([q(0.7)]), cv=5, large_rows=large_rows,
                         trainers=["scripted"], max_attempts=1).solve(data)
     assert len(run.attempts[0].fold_scores) == folds
+
+
+@pytest.mark.parametrize("terminal", [True, False])
+def test_the_progress_line_shows_the_best_so_far_and_the_time_left_on_a_terminal_only(
+        data, terminal):
+    """Updated in place on a terminal (then erased); nothing of it in a log or a pipe."""
+    import io
+
+    from rich.console import Console
+
+    from mlflow_agentic.cli.progress import RichProgress
+
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=terminal, width=200)
+    AgenticAutoML(SequenceProposer([q(0.6), q(0.9), q(0.7)]), cv=3, trainers=["scripted"],
+                  time_budget=60, observers=[RichProgress(console)]).solve(data)
+    text = out.getvalue()
+    assert ("best roc_auc 0." in text and "s left" in text and "#3: scripted" in text) \
+        is terminal
+    assert "leaderboard" in text  # the table at the end is printed either way

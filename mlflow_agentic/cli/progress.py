@@ -101,16 +101,22 @@ class RichProgress(SearchObserver):
         if not briefing.findings:
             self.console.print("  no leakage findings")
 
+    _best: AttemptRecord | None = None
+
     def on_attempt_start(self, index: int, candidate: SolutionCandidate, phase: str) -> None:
         trainer = getattr(candidate, "trainer", "?")
         self._progress.update(self._task, description=f"{phase} #{index}: {trainer}"
-                              + self._time_left())
+                              + self._best_so_far() + self._time_left(), refresh=True)
+
+    def _best_so_far(self) -> str:
+        best = self._best
+        return "" if best is None else f"; best {best.metric} {best.score:.4f} (#{best.index})"
 
     def _time_left(self) -> str:
         deadline = self._ctx.deadline if self._ctx is not None else None
         if deadline is None:
             return ""
-        return f" ({max(0.0, deadline - time.perf_counter()):.0f}s left)"
+        return f"; {max(0.0, deadline - time.perf_counter()):.0f}s left"
 
     def on_attempt_end(self, record: AttemptRecord) -> None:
         style = STYLE[record.status]
@@ -123,9 +129,11 @@ class RichProgress(SearchObserver):
             f"[{style}]{record.status:<8}[/] fit {record.fit_seconds:5.1f}s  "
             f"[dim]{record.verdict.reason if not record.verdict.valid else ''}"
             f"{' restored' if record.restored else ''}[/]")
+        if record.verdict.valid and (self._best is None or record.utility > self._best.utility):
+            self._best = record
         self._progress.advance(self._task)
-        if self._ctx is not None and self._ctx.deadline is not None:
-            self._progress.update(self._task, description="searching" + self._time_left())
+        self._progress.update(self._task, description="searching" + self._best_so_far()
+                              + self._time_left(), refresh=True)
 
     def on_search_end(self, run: EngineeringRun) -> None:
         self._stop()
