@@ -133,4 +133,5 @@ def test_the_site_builds_strictly(tmp_path):
     assert done.returncode == 0, done.stderr[-5000:]
     reference = (tmp_path / "site" / "reference" / "cli" / "index.html").read_text()
     assert "Sentinel" not in reference  # click's "no default" shown as what it is
-    assert "predict" in reference and "leaderboard" in reference
+    for command in ("predict", "leaderboard", "mlflow-agentic ui"):
+        assert command in reference

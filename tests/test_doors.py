@@ -89,3 +89,46 @@ def test_predict_refuses_what_serving_refuses_with_the_same_message(searched, ch
     assert "column 'tenure' is numeric, but got 'abc' in 1 row(s)" in result.output
     missing = cli(uri, "predict", "no-such-model", "--data", str(data))
     assert missing.exit_code == 2 and f"registered: {NAME}" in missing.output
+
+
+def test_ui_serves_the_store_opens_the_search_in_model_training_and_stops_with_the_command(
+        searched):
+    """``mlflow-agentic ui`` as a user runs it: a real MLflow server on the sqlite store, the
+    printed link to the latest search's attempts (its shared view, Model training), the API
+    answering for that run; SIGTERM (what Ctrl-C's cousin sends) leaves no server behind."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import urllib.request
+
+    from tests.servers import free_port
+
+    uri, found = searched
+    run_id, port = found.tracker.parent_run_id, free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "mlflow_agentic", "ui", "--no-browser",
+                             "--port", str(port), "--tracking-uri", uri],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "DISPLAY": ""})
+    try:
+        line = proc.stdout.readline()  # printed once the server answers
+        assert line.startswith(f"MLflow UI on {uri}: http://127.0.0.1:{port}/#/experiments/")
+        assert f"viewStateShareKey={run_id}&workflowType=machine_learning" in line
+        base = f"http://127.0.0.1:{port}"
+        with urllib.request.urlopen(f"{base}/", timeout=10) as page:
+            assert page.status == 200
+        with urllib.request.urlopen(f"{base}/api/2.0/mlflow/runs/get?run_id={run_id}",
+                                    timeout=10) as answer:
+            assert json.load(answer)["run"]["info"]["run_id"] == run_id
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+    with pytest.raises(OSError):  # the server went with the command
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2)
+
+
+def test_ui_with_no_search_in_the_store_says_what_to_run(tmp_path):
+    result = cli(f"sqlite:///{tmp_path / 'empty.db'}", "ui", "--no-browser")
+    assert result.exit_code == 2
+    assert "no search run in the tracking store" in result.output
+    assert "mlflow-agentic run --data FILE" in result.output

@@ -13,6 +13,7 @@ from mlflow_agentic.cli.predict import predict_command
 from mlflow_agentic.cli.promote import promote_command
 from mlflow_agentic.cli.run import run_command
 from mlflow_agentic.cli.sandbox import sandbox_group
+from mlflow_agentic.cli.ui import ui_command
 from mlflow_agentic.cli.workers import finalize_command, worker_command
 from mlflow_agentic.core.version import __version__
 
@@ -29,6 +30,7 @@ main.add_command(compare_command)
 main.add_command(promote_command)
 main.add_command(leaderboard_command)
 main.add_command(predict_command)
+main.add_command(ui_command)
 main.add_command(bench)
 main.add_command(worker_command)
 main.add_command(finalize_command)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 
 import click
@@ -234,5 +235,7 @@ def _report(outcome, tracker, kwargs: dict) -> None:
     if link.startswith(("http://", "https://")):  # a tracking server serves its own UI
         click.echo(f"browse it:  {link}")
     else:
-        click.echo(f"browse it:  mlflow ui --backend-store-uri {current_uri()} "
-                   f"--port 5000, then open http://127.0.0.1:5000/{link}")
+        here = ("sqlite:///mlflow.db", f"sqlite:///{os.path.abspath('mlflow.db')}")
+        store = "" if current_uri() in here else f" --tracking-uri {current_uri()}"
+        click.echo(f"browse it:  mlflow-agentic ui --run {outcome.run_id}{store}   (MLflow's "
+                   f"UI on this store; or any UI on it at /{link})")

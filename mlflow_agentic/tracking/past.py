@@ -78,3 +78,34 @@ def read_search(run: str, experiment: str | None = None) -> PastSearch:
         pass
     experiment_name = client.get_experiment(found.info.experiment_id).name
     return PastSearch(run_id, experiment_name, found.info.status, summary, frame)
+
+
+def search_path(run: str, experiment: str | None = None) -> str:
+    """The MLflow UI's path (``#/...``) to search run ``run`` (or ``last``): its attempts best
+    CV first, in the Model training view (the view the search shared, when it could)."""
+    import mlflow
+    from mlflow.exceptions import MlflowException
+
+    from mlflow_agentic.core.metrics import resolve_metric
+    from mlflow_agentic.tracking import views
+
+    run_id = latest_search(experiment) if run == LAST else run
+    client = mlflow.MlflowClient()
+    try:
+        found = client.get_run(run_id)
+    except MlflowException as exc:
+        raise UserInputError(f"no run {run_id!r} in the tracking store "
+                             f"{mlflow.get_tracking_uri()}: pass a search run id, or last"
+                             ) from exc
+    experiment_id = found.info.experiment_id
+    tags = client.get_experiment(experiment_id).tags
+    metric = found.data.tags.get("metric", "")
+    try:
+        ascending = not resolve_metric(metric, found.data.tags.get("task", "binary")
+                                       ).greater_is_better
+    except UserInputError:  # an unknown metric: best first as most metrics rank
+        ascending = False
+    view = {"searchFilter": f"tags.`mlflow.parentRunId` = '{run_id}'",
+            "orderByKey": f"metrics.`cv_{metric}`", "orderByAsc": ascending}
+    return views.runs_path(experiment_id, run_id, view,
+                           shared=f"{views.SHARED_VIEW}{run_id}" in tags)
