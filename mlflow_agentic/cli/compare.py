@@ -159,8 +159,9 @@ def _compare(datasets, options, experiment, tracking_uri, output, quiet) -> None
     click.echo(f"comparison id: {result.comparison_id} (tag agentic.comparison_id)")
     if output:
         click.echo(f"report files: {output}")
-    click.echo(f"browse it:  mlflow ui --backend-store-uri {uri}  (filter runs with "
-               f"tags.`agentic.comparison_id` = '{result.comparison_id}')")
+    store = "" if uri == "sqlite:///mlflow.db" else f" --tracking-uri {uri}"
+    click.echo(f"browse it:  mlflow-agentic ui --run {result.run_id}{store}   (every arm: "
+               f"filter runs with tags.`agentic.comparison_id` = '{result.comparison_id}')")
     if "llm" not in options.proposers:
         click.echo("the LLM proposer was not included: add it with --proposers "
                    "llm,optuna,sequence,random --llm-base-url http://127.0.0.1:8080/v1")

@@ -82,7 +82,8 @@ def read_search(run: str, experiment: str | None = None) -> PastSearch:
 
 def search_path(run: str, experiment: str | None = None) -> str:
     """The MLflow UI's path (``#/...``) to search run ``run`` (or ``last``): its attempts best
-    CV first, in the Model training view (the view the search shared, when it could)."""
+    CV first, in the Model training view (the view the search shared, when it could); another
+    run (a comparison's): its own page in that view."""
     import mlflow
     from mlflow.exceptions import MlflowException
 
@@ -98,6 +99,8 @@ def search_path(run: str, experiment: str | None = None) -> str:
                              f"{mlflow.get_tracking_uri()}: pass a search run id, or last"
                              ) from exc
     experiment_id = found.info.experiment_id
+    if found.data.tags.get("agentic.role") != "search":  # a comparison, an attempt: its page
+        return f"#/experiments/{experiment_id}/runs/{run_id}?workflowType=machine_learning"
     tags = client.get_experiment(experiment_id).tags
     metric = found.data.tags.get("metric", "")
     try:
