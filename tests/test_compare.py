@@ -191,10 +191,12 @@ def test_report_table_is_recomputed_from_the_runs(comparisons):
             assert row[key] == expected, (row["proposer"], key)
     for row in cmp.report["summary"]:
         group = [r for r in recomputed.values() if r["proposer"] == row["proposer"]]
-        for key in ("best_cv", "holdout", "gap", "attempts", "verified", "wall_seconds",
-                    "first_verified_seconds", "prompt_tokens"):
+        for key in ("best_cv", "holdout", "gap", "wall_seconds", "first_verified_seconds",
+                    "prompt_tokens"):
             assert row[key] == pytest.approx(statistics.fmean(r[key] for r in group),
                                              rel=1e-6, abs=1e-3), key
+        for key in ("attempts", "verified"):  # counts: whole numbers, over all seeds
+            assert row[key] == sum(r[key] for r in group), key
         assert row["holdout_std"] == pytest.approx(statistics.stdev(r["holdout"] for r in group),
                                                    abs=1e-4)
     llm = next(r for r in cmp.report["summary"] if r["proposer"] == "llm")

@@ -36,7 +36,8 @@ def _figure(title: str):
 
 def plot_best_so_far(arms: Sequence[Arm], path: Path, *, by: str = "attempt") -> Path:
     """Best verified CV score so far, one thin line per seed and (by attempt) the mean over seeds
-    as a thick line. ``by`` is ``attempt`` or ``time``."""
+    as a thick line. ``by`` is ``attempt`` or ``time``. Proposers in the order of ``arms`` (the
+    caller passes the verdict's: best holdout rank first)."""
     order = list(dict.fromkeys(a.proposer for a in arms))
     metric = arms[0].metric if arms else ""
     fig, ax = _figure(f"{arms[0].dataset if arms else ''}: best verified CV {metric} so far, "

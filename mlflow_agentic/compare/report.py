@@ -67,13 +67,14 @@ def proposer_grid(summary: Sequence[dict], metric: str) -> Grid:
                "verified", "quarantined", "wall s", "tokens", "cost $", "first verified s"]
     rows = [[r["proposer"], f"{r['seeds_verified']}/{r['seeds']}",
              _pm(r["best_cv"], r["best_cv_std"]), _pm(r["holdout"], r["holdout_std"]),
-             _f(r["gap"]), _f(r["attempts"], 1), _f(r["verified"], 1),
-             _f(r["quarantined"], 1), _f(r["wall_seconds"], 1),
+             _f(r["gap"]), str(r["attempts"]), str(r["verified"]),
+             str(r["quarantined"]), _f(r["wall_seconds"], 1),
              _tokens(r["prompt_tokens"], r["completion_tokens"]), _f(r["cost_usd"], 4),
              _f(r["first_verified_seconds"], 1)] for r in summary]
     return Grid("Per proposer (mean ± std over seeds)", headers, rows,
                 "gap = CV - holdout of the selected model (positive: CV flattered it); "
-                "seeds = seeds that verified a model / seeds run; tokens and cost per seed.")
+                "seeds = seeds that verified a model / seeds run; attempts, verified and "
+                "quarantined: counted over all seeds; tokens and cost per seed.")
 
 
 def arm_grid(arms: Sequence[Arm]) -> Grid:

@@ -8,6 +8,7 @@ stops early (no patience), so each spends the whole budget unless its proposer r
 
 from __future__ import annotations
 
+import math
 import shutil
 import uuid
 from collections.abc import Callable, Sequence
@@ -255,7 +256,8 @@ def _excluded(dataset, brief) -> str:
 
 def _write_report(report, tracker, output) -> None:
     """Plots, Markdown, HTML and JSON into a folder, logged on the comparison run."""
-    arms = report.arms
+    # the plots' legends in the verdict's order: best holdout rank first (CV is what they draw)
+    arms = sorted(report.arms, key=lambda a: report.ranks.get(a.proposer, math.inf))
     with temporary_directory() as tmp:
         directory = Path(tmp)
         plot_best_so_far(arms, directory / "best_so_far_by_attempt.png", by="attempt")

@@ -115,7 +115,8 @@ def caveats(arms: Sequence[Arm]) -> list[str]:
 
 def summarize(arms: Sequence[Arm]) -> list[dict]:
     """One row per proposer, in the order first seen: means (and std over seeds) of each arm's
-    numbers. A seed that verified nothing counts as NaN and is reported in ``seeds_verified``."""
+    scores, times and tokens; its counts of attempts summed over seeds (whole numbers). A seed
+    that verified nothing counts as NaN and is reported in ``seeds_verified``."""
     rows = []
     for name in dict.fromkeys(a.proposer for a in arms):
         group = [a for a in arms if a.proposer == name]
@@ -127,10 +128,10 @@ def summarize(arms: Sequence[Arm]) -> list[dict]:
             "holdout": _mean(a.holdout for a in group),
             "holdout_std": _std(a.holdout for a in group),
             "gap": _mean(a.gap for a in group),
-            "attempts": _mean(a.attempts for a in group),
-            "verified": _mean(a.verified for a in group),
-            "quarantined": _mean(a.quarantined for a in group),
-            "failed": _mean(a.failed for a in group),
+            "attempts": sum(a.attempts for a in group),  # counts: totals over seeds
+            "verified": sum(a.verified for a in group),
+            "quarantined": sum(a.quarantined for a in group),
+            "failed": sum(a.failed for a in group),
             "wall_seconds": _mean(a.wall_seconds for a in group),
             "first_verified_seconds": _mean(a.first_verified_seconds for a in group),
             "prompt_tokens": _mean(a.prompt_tokens for a in group),
