@@ -88,8 +88,9 @@ class SearchSettings:
     """
 
     max_iterations: int | None = setting(
-        DEFAULT_MAX_ITERATIONS, "Reflection attempts after the seed candidates [default: 8; off "
-        "with --time-budget].", minimum=0)
+        DEFAULT_MAX_ITERATIONS, "Attempts the proposer makes after its seed candidates; the "
+        "seeds and the ensemble come on top of them (--max-attempts bounds all of them) "
+        "[default: 8; off with --time-budget].", minimum=0)
     patience: int | None = setting(
         DEFAULT_PATIENCE, "Stop after this many attempts without a verified improvement "
         "[default: 3; off with --time-budget].", minimum=1)
