@@ -3,6 +3,7 @@ the holdout, then register. The only place that holds both the loop and the hold
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -110,6 +111,13 @@ def seal(dataset, *, split: SplitOptions | None = None, cv: int = 5, cv_scheme: 
     briefing = build_briefing(train, cv=folds_for(cv, large_rows, train.n_rows),
                               cv_scheme=cv_scheme, random_state=random_state,
                               keep_flagged_columns=keep_flagged_columns)
+    briefing.recipe = {
+        "source": dataset.source, "target": dataset.target, "task": dataset.task,
+        "split": dataclasses.asdict(split) | {"post_outcome_columns": list(
+            split.post_outcome_columns)},
+        "cv": cv if isinstance(cv, int) else None, "cv_scheme": cv_scheme,
+        "random_state": random_state, "keep_flagged_columns": keep_flagged_columns,
+        "large_rows": large_rows}
     return SealedTask(train, holdout, briefing)
 
 

@@ -43,6 +43,8 @@ class AttemptRuns:
         """LLM calls whose trace the writer sent after an outage."""
         self.last_start = 0
         self.llm = LLMCalls(say, self._journal_trace)
+        self.members: dict[int, tuple[str, dict]] = {}
+        """Attempt index -> (trainer, params): what an ensemble's script refits."""
 
     def begin(self, conn: Connection) -> None:
         """The journal of this search, once its run exists."""
@@ -83,6 +85,7 @@ class AttemptRuns:
     def end(self, record: AttemptRecord) -> None:
         """The attempt's scores, verdict and files; its run ends FINISHED (or FAILED)."""
         usage, usage_tags = self.llm.take()
+        self.members[record.index] = (record.candidate.trainer, record.params)
         if record.restored:  # recorded by the search that ran it (its call's usage too)
             return
         metrics, steps = attempt_metrics(record)
@@ -94,7 +97,11 @@ class AttemptRuns:
         if record.pruned is not None:  # partial folds: logged, never as the CV score
             tags["pruned"] = "true"
             steps[f"partial_{record.metric}_fold"] = record.fold_scores
-        for name, text in record.artifacts.items():  # code mode: candidate.py, plan, critic
+        files = dict(record.artifacts)  # code mode: candidate.py, plan, critic
+        script = self.script(record)
+        if script is not None:
+            files["attempt.py"] = script
+        for name, text in files.items():
             path = self.journal.file_for(f"attempt-{record.index}", name)
             path.write_text(text)
             self._journaled(record.index, "outputs", file=str(path),
@@ -104,6 +111,18 @@ class AttemptRuns:
                         tags={k: str(v)[:TAG_MAX] for k, v in tags.items()}, steps=steps,
                         traceback=record.traceback if record.failed else None,
                         status="FAILED" if record.failed else "FINISHED", end_ms=_now_ms())
+
+    def script(self, record: AttemptRecord) -> str | None:
+        """``attempt.py``: the attempt as a script a user can rerun (``engine.script``)."""
+        from mlflow_agentic.engine.script import attempt_script
+
+        context = self.search.context
+        recipe = getattr(context.briefing, "recipe", None) or {}
+        try:
+            return attempt_script(record, recipe, self.members, search=self.search.run_id,
+                                  n_splits=context.n_splits, seed=context.search.seed)
+        except Exception:  # noqa: BLE001 - a script is a courtesy: it never fails the attempt
+            return None
 
     def llm_call(self, exchange) -> None:
         s = self.search
