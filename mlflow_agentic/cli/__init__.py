@@ -8,6 +8,7 @@ from mlflow_agentic.cli.bench import bench
 from mlflow_agentic.cli.compare import compare_command
 from mlflow_agentic.cli.flush import flush_command
 from mlflow_agentic.cli.leaderboard import leaderboard_command
+from mlflow_agentic.cli.llm import llm_group
 from mlflow_agentic.cli.options import EXIT_USER_ERROR
 from mlflow_agentic.cli.predict import predict_command
 from mlflow_agentic.cli.promote import promote_command
@@ -36,5 +37,6 @@ main.add_command(worker_command)
 main.add_command(finalize_command)
 main.add_command(flush_command)
 main.add_command(sandbox_group)
+main.add_command(llm_group)
 
 __all__ = ["EXIT_USER_ERROR", "main"]

@@ -3,9 +3,7 @@ search's attempts in the Model training view; the server stops with the command.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -13,6 +11,7 @@ import urllib.request
 
 import click
 
+from mlflow_agentic.cli.foreground import foreground
 from mlflow_agentic.cli.options import blank_to_none, exit_on_user_error
 from mlflow_agentic.core.errors import UserInputError
 
@@ -56,25 +55,21 @@ def serve(uri: str, host: str, port: int, link: str, browser: bool) -> None:
     stopped on the way out, so no server outlives the command."""
     command = [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", uri,
                "--host", host, "--port", str(port)]
-    server = subprocess.Popen(command, start_new_session=True, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE, text=True)
-    previous = signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt))
-    try:
-        _wait_until_up(server, f"http://{host}:{port}/health", port)
-        click.echo(f"MLflow UI on {uri}: {link}")
-        sys.stdout.flush()  # a pipe or a file sees it now, not when the server stops
-        click.echo("(the Model training view; Ctrl-C stops the server)", err=True)
-        if browser and (os.environ.get("DISPLAY") or sys.platform == "darwin"):
-            import webbrowser
+    with foreground(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                    text=True) as server:
+        try:
+            _wait_until_up(server, f"http://{host}:{port}/health", port)
+            click.echo(f"MLflow UI on {uri}: {link}")
+            sys.stdout.flush()  # a pipe or a file sees it now, not when the server stops
+            click.echo("(the Model training view; Ctrl-C stops the server)", err=True)
+            if browser and (os.environ.get("DISPLAY") or sys.platform == "darwin"):
+                import webbrowser
 
-            webbrowser.open(link)
-        server.wait()
-        raise UserInputError(f"MLflow's UI server stopped (exit code {server.returncode})")
-    except KeyboardInterrupt:
-        click.echo("stopping the UI server", err=True)
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-        _stop(server)
+                webbrowser.open(link)
+            server.wait()
+            raise UserInputError(f"MLflow's UI server stopped (exit code {server.returncode})")
+        except KeyboardInterrupt:
+            click.echo("stopping the UI server", err=True)
 
 
 def _wait_until_up(server: subprocess.Popen, health: str, port: int) -> None:
@@ -92,14 +87,3 @@ def _wait_until_up(server: subprocess.Popen, health: str, port: int) -> None:
             time.sleep(0.3)
     raise UserInputError(f"MLflow's UI server did not answer at {health} within "
                          f"{START_SECONDS:.0f}s")
-
-
-def _stop(server: subprocess.Popen) -> None:
-    if server.poll() is None:
-        try:
-            os.killpg(server.pid, signal.SIGTERM)
-            server.wait(timeout=10)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(server.pid, signal.SIGKILL)
-            server.wait()
