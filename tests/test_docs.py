@@ -10,6 +10,7 @@ service or runs until stopped).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -135,3 +136,36 @@ def test_the_site_builds_strictly(tmp_path):
     assert "Sentinel" not in reference  # click's "no default" shown as what it is
     for command in ("predict", "leaderboard", "mlflow-agentic ui"):
         assert command in reference
+
+
+MAIN_QUOTES = [  # how pages quote the main command; named groups: what numbers.json records
+    r"(?P<attempts>\d+) attempts \((?P<verified>\d+) verified\); best=\S+ roc_auc=(?P<cv>0\.\d{4})",
+    r"holdout \((?P<holdout_rows>\d+) rows, stratified\): selected \S+ roc_auc CV (?P<cv>0\.\d{4}) "
+    r"vs holdout (?P<holdout>0\.\d{4}), gap (?P<gap>-?0\.\d{4})",
+    r"\bCV (?P<cv>0\.\d{4}), holdout (?P<holdout>0\.\d{4})",
+    r"holdout roc_auc (?P<holdout>0\.\d{4}), CV (?P<cv>0\.\d{4})",
+    r"(?P<cv>0\.\d{4}) and holdout (?P<holdout>0\.\d{4}) on (?P<holdout_rows>\d+) sealed rows",
+    r"same (?P<attempts>\d+) attempts and holdout \((?P<holdout>0\.\d{4})\)",
+]
+ANOTHER_RUN = "<!-- numbers: another run -->"
+"""Put on one of the 6 lines above a quote of another command's numbers (a distributed search,
+a kill and resume with other options): the check below leaves it alone."""
+
+
+def test_every_page_quotes_the_main_commands_recorded_numbers():
+    """``docs/numbers.json`` is written by ``python docs/numbers.py`` from one run of the main
+    command; every page's quote of that command must say what that run printed."""
+    recorded = {k: str(v) for k, v in json.loads(
+        (ROOT / "docs" / "numbers.json").read_text())["main"].items()}
+    wrong = []
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
+        lines = page.read_text().splitlines()
+        for i, line in enumerate(lines):
+            if any(ANOTHER_RUN in above for above in lines[max(0, i - 6):i + 1]):
+                continue
+            for pattern in MAIN_QUOTES:
+                for match in re.finditer(pattern, line):
+                    wrong += [f"{page.relative_to(ROOT)}:{i + 1}: {key} {value} (recorded "
+                              f"{recorded[key]})" for key, value in match.groupdict().items()
+                              if value != recorded[key]]
+    assert wrong == [], "\n".join(wrong)
