@@ -75,9 +75,9 @@ VALIDATION = {
              "regression, 2.9k rows, 73 columns, 40 categoricals"),
     "cps1988": (("AER", "CPS1988"), "wage", "rmse", False,
                 "regression, 28k rows, skewed wages, 4 categoricals"),
-    "chem97": (("mlmRev", "Chem97"), "score", "rmse", False,
-               "regression, 31k rows, school and authority codes of 2,410 and 131 levels "
-               "(student id dropped)"),
+    "chem97": (("mlmRev", "Chem97"), "gcsescore", "rmse", False,
+               "regression, 31k rows, GCSE score from the A-level score, school and authority "
+               "codes of 2,410 and 131 levels (student id and the centred copy dropped)"),
     "cpssw8": (("AER", "CPSSW8"), "earnings", "rmse", False,
                "regression, 61k rows, 4 columns"),
 }
@@ -418,7 +418,7 @@ def measure(args) -> None:
                                   run_peer(system, folder, target, metric, budget, work,
                                            args.autogluon_python))
                         value = score(folder, target, metric, result.pop("predictions"))
-                    except RuntimeError as exc:
+                    except (RuntimeError, KeyError, ValueError) as exc:  # recorded, not fatal
                         print(f"{name} {seed} {budget:g} {system}: {exc}", file=sys.stderr)
                         continue
                     finally:

@@ -162,3 +162,20 @@ def test_the_quickstart_runs_the_honest_search(tracking_uri, tmp_path):
         proc.stdout
     mv = mlflow.MlflowClient().get_model_version_by_alias("churn-agentic", "challenger")
     assert mv.tags["holdout_digest"] and mv.tags["verdict.status"] == "verified"
+
+
+def test_task_regression_reads_whole_number_scores_as_numbers(tracking_uri, tmp_path,
+                                                             churn_frame):
+    """A target of a few whole values (a 0-5 score) is read as classes unless --task says."""
+    frame = churn_frame.drop(columns=["Churn"]).head(300).copy()
+    frame["score"] = (frame["tenure"] // 15).clip(0, 5)
+    data = tmp_path / "scores.csv"
+    frame.to_csv(data, index=False)
+    common = ["--data", data, "--target", "score", "--max-attempts", "2", "--trainers",
+              "linear", "--no-register"]
+    inferred = invoke(*common)
+    assert inferred.exit_code == 0, inferred.output
+    assert "roc_auc_ovr=" in inferred.output or "log_loss=" in inferred.output
+    told = invoke(*common, "--task", "regression")
+    assert told.exit_code == 0, told.output
+    assert "rmse=" in told.output

@@ -31,6 +31,10 @@ from mlflow_agentic.proposers.factory import PROPOSERS, LLMOptions
 @click.option("--data", required=True, help="CSV or Parquet file with features and target.")
 @click.option("--target", callback=blank_to_none,
               help="Target column (default: the one column named target/label/churn/y...).")
+@click.option("--task", type=click.Choice(["auto", "binary", "multiclass", "regression"]),
+              default="auto", show_default=True,
+              help="What the target is; auto infers it (a number column with few distinct "
+                   "whole values, e.g. scores 0-10, is read as classes: say regression).")
 @click.option("--proposer", type=click.Choice(PROPOSERS), default="optuna", show_default=True,
               help="Who proposes candidates: optuna (seeded TPE), sequence (a fixed list), "
                    "llm (an LLM picks trainer and knobs), random, or code (an LLM writes "
@@ -116,7 +120,7 @@ def run_command(**options) -> None:
             code=code_from(**{k: o[k] for k in CODE_OPTIONS}), candidates=o["candidates"],
             optuna_storage=o["optuna_storage"], encoding=o["encoding"],
             merge_label_variants=o["merge_label_variants"], resume=o["resume"],
-            started=started, **settings)
+            task=None if o["task"] == "auto" else o["task"], started=started, **settings)
         _run(state, replay=o["replay"], proposer=o["proposer"], quiet=o["quiet"],
              kwargs=front)
 

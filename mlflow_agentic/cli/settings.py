@@ -77,12 +77,13 @@ def pop_settings(options: dict) -> dict:
 
 
 ENTRY_POINTS = {
-    "main": ("run", ("data", "target", "proposer", "trainers", "portfolio", "max_iterations",
-                     "patience", "max_attempts", "time_budget", "n_jobs", "backend", "cv",
-                     "large_rows", "cv_scheme", "metric", "seed", "margin", "selection",
-                     "register_name", "register", "experiment", "time_column", "group_column",
-                     "holdout_fraction", "post_outcome_columns", "llm_model", "llm_base_url",
-                     "max_cost_usd", "replay", "encoding", "max_experiments", "critic_model")),
+    "main": ("run", ("data", "target", "task", "proposer", "trainers", "portfolio",
+                     "max_iterations", "patience", "max_attempts", "time_budget", "n_jobs",
+                     "backend", "cv", "large_rows", "cv_scheme", "metric", "seed", "margin",
+                     "selection", "register_name", "register", "experiment", "time_column",
+                     "group_column", "holdout_fraction", "post_outcome_columns", "llm_model",
+                     "llm_base_url", "max_cost_usd", "replay", "encoding", "max_experiments",
+                     "critic_model")),
     "compare": ("compare", ("data", "target", "proposers", "budget_iterations", "time_budget",
                             "seeds", "split_seed", "trainers", "cv", "metric", "margin",
                             "llm_model", "llm_base_url", "max_cost_usd", "llm_replay",

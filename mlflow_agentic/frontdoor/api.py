@@ -49,6 +49,7 @@ def search(
     optuna_storage: str | None = None,
     encoding: str | None = None,
     merge_label_variants: bool = False,
+    task: str | None = None,
     resume=None,
     observers: Sequence = (),
     tracker=None,
@@ -64,7 +65,9 @@ def search(
     ``settings`` and ``tracking``, or their fields as keyword ``overrides`` (an unknown name is
     refused with the closest). ``proposer``: ``optuna``, ``random``, ``sequence``, ``llm``,
     ``code``, or a zero-argument callable returning a proposer (called after the holdout is
-    sealed). ``resume``: a killed search's run id, or ``"last"``. Bad input raises
+    sealed). ``task``: ``binary``, ``multiclass`` or ``regression`` when the target's inferred
+    task is not the one meant (whole-number scores). ``resume``: a killed search's run id, or
+    ``"last"``. Bad input raises
     ``UserInputError`` before anything is logged. The docs' Python guide has every option.
     """
     code = code or CodeOptions()
@@ -77,7 +80,7 @@ def search(
     started = time.perf_counter() if started is None else started
     settings = SearchSettings.budgeted(settings, **overrides)  # validated here, once
     say = say or _warn
-    dataset = _read(data, target, encoding, merge_label_variants, settings, say)
+    dataset = _read(data, target, encoding, merge_label_variants, settings, say, task)
     settings = settings.replace(trainers=resolve_trainers(settings.trainers, dataset.task))
     llm = llm or LLMOptions()
     make_with = _proposer_factory(proposer, candidates, llm, code, settings, dataset,
@@ -116,10 +119,10 @@ def _tracker(tracker, tracking: TrackingOptions, dataset, resume, say):
 
 
 def _read(data, target, encoding, merge_label_variants, settings: SearchSettings,
-          say) -> Dataset:
+          say, task: str | None = None) -> Dataset:
     """The data, read and checked, with what was noticed said; the metric checked against its
     task (before anything is logged)."""
-    dataset = load_dataset(data, target, encoding, merge_label_variants)
+    dataset = load_dataset(data, target, encoding, merge_label_variants, task)
     for note in dataset.notes:
         say(f"note: {note}")
     size = size_note(dataset, settings.time_budget)
@@ -202,8 +205,10 @@ def _warn(line: str) -> None:
 
 
 def load_dataset(data, target: str | None, encoding: str | None = None,
-                 merge_label_variants: bool = False) -> Dataset:
-    """``data`` (a path, a DataFrame or a ``Dataset``) as a checked ``Dataset``."""
+                 merge_label_variants: bool = False, task: str | None = None) -> Dataset:
+    """``data`` (a path, a DataFrame or a ``Dataset``) as a checked ``Dataset``; ``task``
+    (binary, multiclass, regression; default: inferred from the target) for a target the
+    inference would read otherwise (scores 0-10 as classes)."""
     import pandas as pd
 
 
@@ -218,9 +223,9 @@ def load_dataset(data, target: str | None, encoding: str | None = None,
                 "give it one level, e.g. frame.columns = ['_'.join(map(str, c)) for c in "
                 "frame.columns]")
         return Dataset.from_frame(data, target, merge_label_variants=merge_label_variants,
-                                  name=frame_name(data, target))
+                                  name=frame_name(data, target), task=task)
     if isinstance(data, (str, Path)):
-        return Dataset.from_path(data, target, encoding=encoding,
+        return Dataset.from_path(data, target, encoding=encoding, task=task,
                                  merge_label_variants=merge_label_variants)
     raise UserInputError(f"data must be a CSV/Parquet path, a DataFrame or a Dataset, got "
                          f"{type(data).__name__}")
