@@ -65,18 +65,13 @@ def search(
     ``settings`` and ``tracking``, or their fields as keyword ``overrides`` (an unknown name is
     refused with the closest). ``proposer``: ``optuna``, ``random``, ``sequence``, ``llm``,
     ``code``, or a zero-argument callable returning a proposer (called after the holdout is
-    sealed). ``task``: ``binary``, ``multiclass`` or ``regression`` when the target's inferred
-    task is not the one meant (whole-number scores). ``resume``: a killed search's run id, or
-    ``"last"``. Bad input raises
-    ``UserInputError`` before anything is logged. The docs' Python guide has every option.
-    """
+    sealed). ``task``: binary, multiclass or regression, when inference would read the target
+    otherwise. ``resume``: a killed search's run id, or ``"last"``. Bad input raises
+    ``UserInputError`` before anything is logged. The docs' Python guide has every option."""
     code = code or CodeOptions()
     tracking = TrackingOptions.taken_from(tracking, overrides)
-    if proposer == "code":  # each attempt is one experiment; code attempts refit in the sandbox
-        for name in ("max_iterations", "patience"):
-            if overrides.get(name) is None:
-                overrides[name] = code.max_experiments
-        overrides["ensemble"] = False
+    if proposer == "code":
+        _code_mode(code, overrides)
     started = time.perf_counter() if started is None else started
     settings = SearchSettings.budgeted(settings, **overrides)  # validated here, once
     say = say or _warn
@@ -97,6 +92,15 @@ def search(
                         observers=observers, started=started, sandbox=sandbox,
                         restored=tracker.resume.attempts if tracker.resume else None)
     return result.tracked(tracker)
+
+
+def _code_mode(code: CodeOptions, overrides: dict) -> None:
+    """Code mode's budget: each attempt is one experiment; no ensemble (its attempts refit in
+    the sandbox)."""
+    for name in ("max_iterations", "patience"):
+        if overrides.get(name) is None:
+            overrides[name] = code.max_experiments
+    overrides["ensemble"] = False
 
 
 def _tracker(tracker, tracking: TrackingOptions, dataset, resume, say):
