@@ -368,11 +368,15 @@ def regressions(rows: list[dict]) -> list[str]:
     return lines
 
 
-def report(rows: list[dict], names: list[str]) -> str:
+def report(rows: list[dict], names: list[str], ours: str = OURS) -> str:
+    """``suite.report`` (``ours`` paired with each other system), the spread over splits, and
+    the regression check."""
     import numpy as np
 
     rows = [r for r in rows if r["dataset"] in names]
-    lines = [suite.report([r for r in rows if r["system"] != PREVIOUS])]
+    shown = [{**r, "system": OURS} if r["system"] == ours else r for r in rows
+             if r["system"] != PREVIOUS and (ours == OURS or r["system"] != OURS)]
+    lines = [f"(this project: {ours})", suite.report(shown)]
     lines += ["", "## spread over splits (standard deviation of each system's score)", "",
               "| dataset | budget | " + " | ".join(SYSTEMS) + " |",
               "|---|---|" + "---|" * len(SYSTEMS)]
@@ -445,6 +449,10 @@ def main() -> None:
     parser.add_argument("--systems", default=",".join(SYSTEMS))
     parser.add_argument("--load", action="store_true", help="keep one core busy meanwhile")
     parser.add_argument("--autogluon-python", default=None)
+    parser.add_argument("--results", type=Path, default=RESULTS,
+                        help="report: the results file to read")
+    parser.add_argument("--ours", default=OURS,
+                        help="report: the variant of this project the others are paired with")
     for name in ("peer", "train", "test", "target", "metric", "peer-out"):
         parser.add_argument(f"--{name}", help=argparse.SUPPRESS)
     parser.add_argument("--budget", type=float, help=argparse.SUPPRESS)
@@ -459,8 +467,10 @@ def main() -> None:
                 print(f"{name} seed {seed}: {manifest['train_rows']} training rows, "
                       f"{manifest['test_rows']} test rows, train.csv sha256 "
                       f"{manifest['sha256']['train.csv'][:12]}")
-    elif args.command == "report":
-        print(report(suite.load(RESULTS), names_of(args.datasets)))
+    elif args.command == "report":  # --systems: those systems against each other
+        shown = {*args.systems.split(","), PREVIOUS}
+        print(report([r for r in suite.load(args.results) if r["system"] in shown],
+                     names_of(args.datasets), ours=args.ours))
     else:
         measure(args)
 

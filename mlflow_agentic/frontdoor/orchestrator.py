@@ -26,7 +26,8 @@ FINISH_SHARE = 0.03
 artifact: 2.6-3.7 s in all on the benchmark suite's small datasets, 2 cores; stopping the
 workers at exit up to 1.7 s more; 6 s had left a 20 s search 3 s of loop and 4 s unused at the
 end, 5 s still 2.7 s unused on average over the suite's 20 s tasks; 4 s ended the independent
-benchmark's 20 s runs at 17.1-19.5 s, 9 of 27 more than 10% early). A model over 30 MB is the
+benchmark's 20 s runs at 16.0-19.5 s, 16 of 27 more than 10% early; 3 s at 16.1-20.3 s, 3 of
+27, all on 49k rows). A model over 30 MB is the
 loop's to plan for (``engine.budget.LOG_SECONDS_PER_MB``). Diagnostics that would not fit are
 skipped and say so."""
 FINISH_PER_ROW = 1.5e-5
