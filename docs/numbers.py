@@ -1,10 +1,11 @@
 """Record the numbers the docs quote about the main command, from one run of it.
 
-    python docs/numbers.py        # about a minute on 2 cores; rewrites docs/numbers.json
+    python docs/numbers.py        # about 2 minutes on 2 cores; rewrites docs/numbers.json
 
-Runs the README's main command (``mlflow run .`` runs ``mlflow-agentic run --data
-examples/churn.csv`` on the embedded defaults) in a fresh folder with a fresh sqlite store,
-then the promote example (``promote --dry-run``), and writes what they printed to
+Runs the README's main command as a newcomer does: a fresh virtual environment with
+``pip install -e .`` (no plugin, no extra), then ``mlflow run . -P data=examples/churn.csv
+--env-manager local --experiment-name churn-agentic`` from a copy of the project files with a
+fresh sqlite store; then the promote example (``promote --dry-run``). What they printed goes to
 ``docs/numbers.json``. ``tests/test_docs.py`` fails when a page quotes a number for the main
 command that is not the recorded one.
 """
@@ -12,7 +13,9 @@ command that is not the recorded one.
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -30,18 +33,28 @@ PROMOTE = re.compile(r"roc_auc: challenger v1 (?P<promote_challenger>0\.\d{4})")
 
 
 def record() -> dict:
-    binary = Path(sys.executable).parent / "mlflow-agentic"
     with tempfile.TemporaryDirectory(prefix="numbers-") as tmp:
+        work = Path(tmp)
+        venv = work / "venv"
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "-e", str(ROOT)],
+                       check=True)
+        for name in ("MLproject", "conda.yaml", "examples"):  # what `mlflow run .` reads
+            source = ROOT / name
+            (shutil.copytree if source.is_dir() else shutil.copy)(source, work / name)
+        env = {**os.environ, "PATH": f"{venv / 'bin'}:{os.environ['PATH']}"}
+        env.pop("MLFLOW_TRACKING_URI", None)
         start = time.perf_counter()
-        run = subprocess.run([str(binary), "run", "--data", str(ROOT / "examples" / "churn.csv"),
-                              "--quiet"], cwd=tmp, capture_output=True, text=True, check=True)
+        run = subprocess.run(["mlflow", "run", ".", "-P", "data=examples/churn.csv",
+                              "--env-manager", "local", "--experiment-name", "churn-agentic"],
+                             cwd=work, env=env, capture_output=True, text=True, check=True)
         seconds = time.perf_counter() - start
-        promote = subprocess.run([str(binary), "promote", "--model", "churn-agentic",
-                                  "--dry-run"], cwd=tmp, capture_output=True, text=True,
-                                 check=True)
+        promote = subprocess.run(["mlflow-agentic", "promote", "--model", "churn-agentic",
+                                  "--dry-run"], cwd=work, env=env, capture_output=True,
+                                 text=True, check=True)
+        run_text = run.stdout + run.stderr
     found: dict = {}
-    for pattern, text in ((SUMMARY, run.stdout), (HOLDOUT, run.stdout),
-                          (PROMOTE, promote.stdout)):
+    for pattern, text in ((SUMMARY, run_text), (HOLDOUT, run_text), (PROMOTE, promote.stdout)):
         match = pattern.search(text)
         if match is None:
             raise SystemExit(f"no line like {pattern.pattern!r} in:\n{text}")
