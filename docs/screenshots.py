@@ -72,7 +72,31 @@ def main(ui: str, out: Path, store: str = "sqlite:///mlflow.db") -> None:
                   clicks=["explanations", "permutation_importance.png"])
         page_shot(page, f"{runs}/{parent.info.run_id}", out / "search_run.png")
         page_shot(page, f"{ui}/#/models/{name}/versions/{version}", out / "model_version.png")
+        home_shots(browser, ui, out)
         browser.close()
+
+
+def home_shots(browser, ui: str, out: Path) -> None:
+    """The path a user clicks from the UI's home, in a fresh browser (no stored workflow type):
+    home, the experiment, a run; then the one click MLflow leaves to the user (its Model
+    training switch), after which the browser keeps that view."""
+    context = browser.new_context(viewport={"width": 1920, "height": 1080})
+    page = context.new_page()
+    page_shot(page, f"{ui}/", out / "home.png")
+    page.get_by_text("churn-agentic", exact=True).first.click()
+    time.sleep(5)
+    page.screenshot(path=str(out / "home_experiment.png"))
+    got_it = page.get_by_role("button", name="Got it")  # MLflow's GenAI popover, over the page
+    if got_it.count():
+        got_it.first.click()
+        time.sleep(1)
+    page.get_by_text("Model training", exact=True).first.click()
+    time.sleep(5)
+    page.screenshot(path=str(out / "home_model_training.png"))
+    page.get_by_role("link", name=re.compile(r"^churn-optuna-")).first.click()  # the search's run
+    time.sleep(5)
+    page.screenshot(path=str(out / "home_run.png"))
+    context.close()
 
 
 HIDDEN = ["Source", "Dataset"]

@@ -153,8 +153,8 @@ transcript recorded with an earlier engine, said so beside it): the check leaves
 
 
 def test_every_page_quotes_the_main_commands_recorded_numbers():
-    """``docs/numbers.json`` is written by ``python docs/numbers.py`` from one run of the main
-    command; every page's quote of that command must say what that run printed."""
+    """``docs/numbers.json`` is written by ``python docs/record_numbers.py`` from one run of the
+    main command; every page's quote of that command must say what that run printed."""
     recorded = {k: str(v) for k, v in json.loads(
         (ROOT / "docs" / "numbers.json").read_text())["main"].items()}
     wrong = []

@@ -1,6 +1,6 @@
 """Record the numbers the docs quote about the main command, from one run of it.
 
-    python docs/numbers.py        # about 2 minutes on 2 cores; rewrites docs/numbers.json
+    python docs/record_numbers.py        # about 2 minutes on 2 cores; rewrites docs/numbers.json
 
 Runs the README's main command as a newcomer does: a fresh virtual environment with
 ``pip install -e .`` (no plugin, no extra), then ``mlflow run . -P data=examples/churn.csv
