@@ -108,13 +108,20 @@ def test_a_budget_spent_before_the_loop_starts_no_attempt_and_says_so(churn_smal
 
     from mlflow_agentic import SequenceProposer
     from mlflow_agentic.core.types import StopKind
-    from mlflow_agentic.frontdoor.orchestrator import loop_budget, run_search
+    from mlflow_agentic.frontdoor.orchestrator import (
+        FINISH_SECONDS,
+        FINISH_SHARE,
+        loop_budget,
+        run_search,
+    )
     from mlflow_agentic.tracking import MlflowTracker
 
     now = time.perf_counter()
-    assert loop_budget(3.0, now, tracked=True) == 0.0  # 4 s + 3% are kept back for recording
+    reserve = FINISH_SECONDS + FINISH_SHARE * 30.0  # kept back for recording
+    assert loop_budget(3.0, now, tracked=True) == 0.0  # 3 s + 3% of 3 s: nothing left
     assert loop_budget(3.0, now, tracked=False) > 2.0
-    assert loop_budget(30.0, now - 24.5, tracked=True) == 0.0  # under a second would be left
+    assert loop_budget(30.0, now - (30.0 - reserve - 1.5), tracked=True) > 1.0
+    assert loop_budget(30.0, now - (30.0 - reserve - 0.5), tracked=True) == 0.0  # under 1 s
     tracker = MlflowTracker(register="never")
     result = run_search(churn_small, lambda: SequenceProposer([SolutionCandidate("linear", {})]),
                         cv=3, n_jobs=1, time_budget=3.0, tracker=tracker)
