@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
@@ -159,7 +160,8 @@ def _compare(datasets, options, experiment, tracking_uri, output, quiet) -> None
     click.echo(f"comparison id: {result.comparison_id} (tag agentic.comparison_id)")
     if output:
         click.echo(f"report files: {output}")
-    store = "" if uri == "sqlite:///mlflow.db" else f" --tracking-uri {uri}"
+    here = ("sqlite:///mlflow.db", f"sqlite:///{os.path.abspath('mlflow.db')}")
+    store = "" if uri in here else f" --tracking-uri {uri}"
     click.echo(f"browse it:  mlflow-agentic ui --run {result.run_id}{store}   (every arm: "
                f"filter runs with tags.`agentic.comparison_id` = '{result.comparison_id}')")
     if "llm" not in options.proposers:
