@@ -128,8 +128,8 @@ def test_every_proposer_and_seed_is_a_tagged_search_run(comparisons):
     parent = comparison_run.data.tags["mlflow.parentRunId"]
     assert all(a.data.tags["mlflow.parentRunId"] == parent for a in arms)
     assert first.client.get_run(parent).data.tags["agentic.role"] == "comparison"
-    assert f"browse it:  mlflow-agentic ui --run {parent} --tracking-uri {first.uri}" \
-        in first.result.output  # the comparison's page, as run prints its search's
+    assert f"browse it:  mlflow-agentic ui --run {parent}" in first.result.output  # its page,
+    # as run prints its search's (with --tracking-uri unless the store is ./mlflow.db)
     llm_arms = [a for a in arms if a.data.tags["proposer"] == "llm"]
     assert all(a.data.metrics["llm_calls"] == BUDGET - 2 for a in llm_arms)
     assert len(first.requests) == len(SEEDS) * (BUDGET - 2)
