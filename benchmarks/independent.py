@@ -251,7 +251,8 @@ def fit_sklearn_peer(args, X, y, test, regression: bool):
                   metric=args.metric, time_budget=args.budget, seed=0, verbose=0)
         info = {"model": model.best_estimator, "trials": len(model.config_history)}
     elif args.peer == "optuna-hgb":
-        model, info = optuna_hgb(X, y, args.metric, args.budget)
+        model, trials = peers.tune_hgb(X, y, args.metric, args.budget, time.perf_counter())
+        info = {"model": "hist_gradient_boosting", "trials": trials}
     else:
         from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
 
@@ -261,35 +262,6 @@ def fit_sklearn_peer(args, X, y, test, regression: bool):
     if regression:
         return pd.DataFrame({"prediction": model.predict(test)}), info
     return pd.DataFrame(model.predict_proba(test), columns=list(model.classes_)), info
-
-
-def optuna_hgb(X, y, metric: str, budget: float):
-    """``peers.peer_optuna_hgb``'s loop (5-fold CV trials until the budget, then a refit)."""
-    import optuna
-    from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
-    from sklearn.model_selection import cross_val_score
-
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    start = time.perf_counter()
-    regression = metric == "rmse"
-    model_cls = HistGradientBoostingRegressor if regression else HistGradientBoostingClassifier
-    scoring = "neg_root_mean_squared_error" if regression else metric
-    study = optuna.create_study(direction="maximize", sampler=optuna.samplers.TPESampler(seed=0))
-    last = 0.0
-    while time.perf_counter() - start + 1.3 * last / 5 < budget:
-        trial = study.ask()
-        p = {"learning_rate": trial.suggest_float("learning_rate", 0.01, 0.3, log=True),
-             "max_iter": trial.suggest_int("max_iter", 50, 500, log=True),
-             "max_leaf_nodes": trial.suggest_int("max_leaf_nodes", 8, 128, log=True),
-             "min_samples_leaf": trial.suggest_int("min_samples_leaf", 5, 200, log=True),
-             "l2_regularization": trial.suggest_float("l2_regularization", 0.0, 10.0)}
-        t = time.perf_counter()
-        model = model_cls(categorical_features="from_dtype", random_state=0, **p)
-        study.tell(trial, float(cross_val_score(model, X, y, cv=5, scoring=scoring).mean()))
-        last = time.perf_counter() - t
-    model = model_cls(categorical_features="from_dtype", random_state=0,
-                      **study.best_params).fit(X, y)
-    return model, {"model": "hist_gradient_boosting", "trials": len(study.trials)}
 
 
 # ---- scoring -----------------------------------------------------------------------------------

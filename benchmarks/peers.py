@@ -206,16 +206,24 @@ def hgb_frames(train: str, holdout: str, target: str):
 
 
 def peer_optuna_hgb(args) -> dict:
+    start = time.perf_counter()
+    X, y, Xh, yh = hgb_frames(args.train, args.holdout, args.target)
+    model, trials = tune_hgb(X, y, args.metric, args.budget, start)
+    return {"score": _score(args.metric, yh, model, Xh), "model": "hist_gradient_boosting",
+            "trials": trials}
+
+
+def tune_hgb(X, y, metric: str, budget: float, start: float):
+    """``(model, trials)``: Optuna TPE over HistGradientBoosting, 5-fold CV trials until
+    ``budget`` seconds from ``start`` (minus a refit estimate), then the best refit."""
     import optuna
     from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
     from sklearn.model_selection import cross_val_score
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    start = time.perf_counter()
-    X, y, Xh, yh = hgb_frames(args.train, args.holdout, args.target)
-    regression = args.metric == "rmse"
+    regression = metric == "rmse"
     model_cls = HistGradientBoostingRegressor if regression else HistGradientBoostingClassifier
-    scoring = "neg_root_mean_squared_error" if regression else args.metric
+    scoring = "neg_root_mean_squared_error" if regression else metric
     study = optuna.create_study(direction="maximize",
                                 sampler=optuna.samplers.TPESampler(seed=0))
 
@@ -223,7 +231,7 @@ def peer_optuna_hgb(args) -> dict:
         return model_cls(categorical_features="from_dtype", random_state=0, **p)
 
     last = 0.0
-    while time.perf_counter() - start + 1.3 * last / 5 < args.budget:
+    while time.perf_counter() - start + 1.3 * last / 5 < budget:
         trial = study.ask()
         p = {"learning_rate": trial.suggest_float("learning_rate", 0.01, 0.3, log=True),
              "max_iter": trial.suggest_int("max_iter", 50, 500, log=True),
@@ -233,9 +241,7 @@ def peer_optuna_hgb(args) -> dict:
         t = time.perf_counter()
         study.tell(trial, float(cross_val_score(build(p), X, y, cv=5, scoring=scoring).mean()))
         last = time.perf_counter() - t
-    model = build(study.best_params).fit(X, y)
-    return {"score": _score(args.metric, yh, model, Xh), "model": "hist_gradient_boosting",
-            "trials": len(study.trials)}
+    return build(study.best_params).fit(X, y), len(study.trials)
 
 
 # ---- the harness -------------------------------------------------------------------------------

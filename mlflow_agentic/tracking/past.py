@@ -51,12 +51,7 @@ def read_search(run: str, experiment: str | None = None) -> PastSearch:
 
     run_id = latest_search(experiment) if run == LAST else run
     client = mlflow.MlflowClient()
-    try:
-        found = client.get_run(run_id)
-    except MlflowException as exc:
-        raise UserInputError(f"no run {run_id!r} in the tracking store "
-                             f"{mlflow.get_tracking_uri()}: pass a search run id (printed as "
-                             "'search run: ...'), or last") from exc
+    found = _run(client, run_id)
     if found.data.tags.get("agentic.role") != "search":
         parent = found.data.tags.get("mlflow.parentRunId")
         hint = f" (its search run is {parent})" if parent else ""
@@ -80,24 +75,31 @@ def read_search(run: str, experiment: str | None = None) -> PastSearch:
     return PastSearch(run_id, experiment_name, found.info.status, summary, frame)
 
 
+def _run(client, run_id: str):
+    """Run ``run_id``, or a clear error naming it and what to pass instead."""
+    import mlflow
+    from mlflow.exceptions import MlflowException
+
+    try:
+        return client.get_run(run_id)
+    except MlflowException as exc:
+        raise UserInputError(f"no run {run_id!r} in the tracking store "
+                             f"{mlflow.get_tracking_uri()}: pass a search run id (printed as "
+                             "'search run: ...'), or last") from exc
+
+
 def search_path(run: str, experiment: str | None = None) -> str:
     """The MLflow UI's path (``#/...``) to search run ``run`` (or ``last``): its attempts best
     CV first, in the Model training view (the view the search shared, when it could); another
     run (a comparison's): its own page in that view."""
     import mlflow
-    from mlflow.exceptions import MlflowException
 
     from mlflow_agentic.core.metrics import resolve_metric
     from mlflow_agentic.tracking import views
 
     run_id = latest_search(experiment) if run == LAST else run
     client = mlflow.MlflowClient()
-    try:
-        found = client.get_run(run_id)
-    except MlflowException as exc:
-        raise UserInputError(f"no run {run_id!r} in the tracking store "
-                             f"{mlflow.get_tracking_uri()}: pass a search run id, or last"
-                             ) from exc
+    found = _run(client, run_id)
     experiment_id = found.info.experiment_id
     if found.data.tags.get("agentic.role") != "search":  # a comparison, an attempt: its page
         return f"#/experiments/{experiment_id}/runs/{run_id}?workflowType=machine_learning"
