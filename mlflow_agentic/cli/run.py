@@ -180,8 +180,9 @@ def _kept(tracker) -> str:
 
 def _run(state: dict, *, replay, proposer, quiet, kwargs) -> None:
     from mlflow_agentic.cli.progress import RichProgress, RunIdLine
+    from mlflow_agentic.core.settings import TrackingOptions
     from mlflow_agentic.frontdoor.api import search
-    from mlflow_agentic.tracking import MlflowTracker
+    from mlflow_agentic.tracking.tracker import tracker_for
 
     if replay:
         if proposer not in ("llm", "optuna"):
@@ -191,14 +192,12 @@ def _run(state: dict, *, replay, proposer, quiet, kwargs) -> None:
         proposer = "llm"
         kwargs["llm"].recording = load_llm_recording(replay)  # fails before anything is logged
 
-    tracker = state["tracker"] = MlflowTracker(
-        experiment=kwargs["experiment"], register_name=kwargs["register_name"],
-        register=kwargs["register"], tracking_uri=kwargs["tracking_uri"], say=say_note,
-        diagnostics=kwargs["diagnostics"])
+    tracking = TrackingOptions.taken_from(None, kwargs)
+    tracker = state["tracker"] = tracker_for(tracking, say_note)
     first = RunIdLine(tracker)  # even with --quiet: what a later --resume needs
     outcome = search(proposer=proposer,
                      observers=[first] if quiet else [first, RichProgress()],
-                     tracker=tracker, say=say_note, **kwargs)
+                     tracker=tracker, tracking=tracking, say=say_note, **kwargs)
     _report(outcome, tracker, kwargs)
 
 

@@ -19,6 +19,7 @@ from typing import Any
 from mlflow_agentic.core.errors import UserInputError
 from mlflow_agentic.core.metrics import resolve_metric
 from mlflow_agentic.core.settings import SearchSettings, TrackingOptions
+from mlflow_agentic.core.tracker import Tracker
 from mlflow_agentic.data import Dataset
 from mlflow_agentic.frontdoor.orchestrator import run_search
 from mlflow_agentic.proposers.factory import (
@@ -28,9 +29,9 @@ from mlflow_agentic.proposers.factory import (
     check_llm_endpoint,
     load_candidates,
 )
-from mlflow_agentic.tracking import MlflowTracker
 from mlflow_agentic.tracking.resume import LAST, last_unfinished
 from mlflow_agentic.tracking.store import check_names, check_store
+from mlflow_agentic.tracking.tracker import tracker_for
 from mlflow_agentic.trainers import resolve_trainers
 
 
@@ -52,7 +53,7 @@ def search(
     task: str | None = None,
     resume=None,
     observers: Sequence = (),
-    tracker=None,
+    tracker: Tracker | None = None,
     started: float | None = None,
     say: Callable[[str], None] | None = None,
     **overrides: Any,
@@ -103,16 +104,14 @@ def _code_mode(code: CodeOptions, overrides: dict) -> None:
     overrides["ensemble"] = False
 
 
-def _tracker(tracker, tracking: TrackingOptions, dataset, resume, say):
+def _tracker(tracker: Tracker | None, tracking: TrackingOptions, dataset, resume, say
+             ) -> Tracker:
     """The tracker (made from ``tracking`` unless given), after the store is checked (a store
     we cannot use is the user's to fix, first); with ``resume``, the killed search it
     continues, read back before anything is sealed or logged."""
     uri = check_store(tracking.tracking_uri)
     if tracker is None:
-        tracker = MlflowTracker(experiment=tracking.experiment,
-                                register_name=tracking.register_name,
-                                register=tracking.register, tracking_uri=tracking.tracking_uri,
-                                say=say, diagnostics=tracking.diagnostics)
+        tracker = tracker_for(tracking, say)
     if resume == LAST:  # the latest unfinished search of this experiment on this file
         resume = last_unfinished(uri, tracking.experiment or f"{dataset.name}-agentic",
                                  dataset.name)
@@ -149,20 +148,22 @@ def _proposer_factory(proposer, candidates, llm, code, settings: SearchSettings,
         from mlflow_agentic.llm.client import LLMConfig
         from mlflow_agentic.llm.pricing import check_priced
 
-        check_priced(LLMConfig(llm.model, llm.base_url).resolved().model, llm.max_cost_usd)
+        check_priced(LLMConfig(llm.model, llm.base_url).resolved().model or "",
+                     llm.max_cost_usd)
         check_llm_endpoint(llm, "Start the server (or pass --llm-base-url), use another "
                            "--proposer, or replay an earlier search with --replay RUN_ID",
                            proposer)
-    listed = load_candidates(candidates, list(settings.trainers), dataset) if candidates else None
+    trainers = list(settings.trainers or ())
+    listed = load_candidates(candidates, trainers, dataset) if candidates else None
     if proposer == "optuna":  # a bad portfolio file: refused before anything is logged
         from mlflow_agentic.trainers.portfolio import starts
 
-        starts(settings.portfolio, dataset, list(settings.trainers))
+        starts(settings.portfolio, dataset, trainers)
 
     def make(llm):
         if listed is not None:
             return listed
-        return build_proposer(proposer, seed=settings.seed, trainers=list(settings.trainers),
+        return build_proposer(proposer, seed=settings.seed, trainers=trainers,
                               dataset=dataset, optuna_storage=optuna_storage, llm=llm,
                               code=code, portfolio=settings.portfolio)
 

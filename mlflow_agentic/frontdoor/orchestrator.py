@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from mlflow_agentic.core.settings import SearchSettings, folds_for
+from mlflow_agentic.core.tracker import Tracker
+from mlflow_agentic.data import Dataset
 from mlflow_agentic.data.split import Holdout, seal_holdout
 from mlflow_agentic.engine import AgenticAutoML, EngineeringRun, SearchObserver
 from mlflow_agentic.engine.steps import combining_steps
@@ -74,7 +76,7 @@ class SearchResult:
     def summary(self) -> str:
         return f"{self.run.summary()}\n{self.holdout.line()}"
 
-    def tracked(self, tracker) -> SearchResult:
+    def tracked(self, tracker: Tracker) -> SearchResult:
         """This result with where ``tracker`` recorded it."""
         self.run_id, self.model_uri = tracker.parent_run_id, tracker.model_uri
         self.model_version, self.alias = tracker.model_version, tracker.alias
@@ -90,7 +92,7 @@ class SealedTask:
     same training rows, the same findings and exclusions, and is scored on the same holdout.
     """
 
-    train: object
+    train: Dataset
     holdout: Holdout
     briefing: Briefing
 
@@ -131,7 +133,7 @@ def run_search(
     split: SplitOptions | None = None,
     verifier: DeterministicVerifier | None = None,
     keep_flagged_columns: bool = False,
-    tracker=None,
+    tracker: Tracker | None = None,
     observers: Sequence[SearchObserver] = (),
     started: float | None = None,
     restored=None,
@@ -180,7 +182,7 @@ def search_sealed(
     settings: SearchSettings | None = None,
     *,
     verifier: DeterministicVerifier | None = None,
-    tracker=None,
+    tracker: Tracker | None = None,
     observers: Sequence[SearchObserver] = (),
     finish_by: float | None = None,
     restored=None,
@@ -198,7 +200,7 @@ def search_sealed(
     settings = SearchSettings.of(settings, **changes)
     briefing = task.briefing
     scorer = HoldoutScorer(task.holdout, briefing.dataset.classes)
-    all_observers = [scorer, *observers]
+    all_observers: list[Any] = [scorer, *observers]  # the tracker is one too (its hooks)
     if tracker is not None:
         tracker.expect_finish()
         all_observers.insert(0, tracker)

@@ -7,6 +7,7 @@ engine observer; the orchestrator calls ``finish`` after scoring the holdout.
 
 from __future__ import annotations
 
+from mlflow_agentic.core.settings import RegisterPolicy, TrackingOptions, register_policy
 from mlflow_agentic.core.types import EngineeringRun
 from mlflow_agentic.tracking import models
 from mlflow_agentic.tracking.recorder import AttemptRecorder
@@ -23,7 +24,7 @@ class MlflowTracker(AttemptRecorder):
     """
 
     def __init__(self, experiment: str | None = None, register_name: str | None = None,
-                 register: bool = True, alias: str = models.DEFAULT_ALIAS,
+                 register: RegisterPolicy | bool = "better", alias: str = models.DEFAULT_ALIAS,
                  run_name: str | None = None, tracking_uri: str | None = None,
                  auto_finish: bool = True, log_model: bool = True,
                  tags: dict[str, str] | None = None, say=None,
@@ -31,7 +32,8 @@ class MlflowTracker(AttemptRecorder):
         super().__init__(experiment=experiment, run_name=run_name, tracking_uri=tracking_uri,
                          tags=tags, say=say, resume=resume, shared=shared)
         self.register_name = register_name
-        self.register = register
+        self.register: RegisterPolicy = register_policy(register)
+        """``better``, ``always`` or ``never`` (``core.settings.REGISTER_POLICIES``)."""
         self.alias = alias
         self.auto_finish = auto_finish
         self.log_model = log_model
@@ -62,3 +64,11 @@ class MlflowTracker(AttemptRecorder):
                                 diagnostics=self.diagnostics)
         self.model_uri, self.model_version = outcome.model_uri, outcome.model_version
         self.alias_note = outcome.alias_note
+
+
+def tracker_for(tracking: TrackingOptions, say=None, **options) -> MlflowTracker:
+    """The search's tracker from its ``TrackingOptions``: the one place a search's tracker is
+    built from the user's options (``options``: ``MlflowTracker``'s others, e.g. ``run_name``)."""
+    return MlflowTracker(experiment=tracking.experiment, register_name=tracking.register_name,
+                         register=tracking.register, tracking_uri=tracking.tracking_uri,
+                         say=say, diagnostics=tracking.diagnostics, **options)
