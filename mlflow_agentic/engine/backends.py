@@ -12,11 +12,12 @@ import atexit
 import contextlib
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future
+from typing import Any
 
 from mlflow_agentic.core.errors import UserInputError
 from mlflow_agentic.core.settings import BACKENDS
 
-_CLUSTERS: dict[tuple, object] = {}
+_CLUSTERS: dict[tuple, Any] = {}
 
 
 def cluster(backend: str, n_jobs: int, address: str | None):

@@ -9,24 +9,25 @@ import contextlib
 import time
 import traceback
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from sklearn.base import clone
 
 from mlflow_agentic.core.metrics import Metric
-from mlflow_agentic.engine.folds import FoldData, fit_fold, score_output
+from mlflow_agentic.engine.folds import FoldData, FoldOutput, fit_fold, score_output
 from mlflow_agentic.engine.outcome import Outcome, Planned
 from mlflow_agentic.engine.parallel import WorkerPool, single_threaded
 
 
 class _State:
     def __init__(self) -> None:
-        self.results: dict[int, object] = {}
+        self.results: dict[int, FoldOutput] = {}
         self.next_fold = 0
         self.done = False
         self.outcome = Outcome()
         self.futures: list = []
-        self.trial = None
+        self.trial: Any = None
 
 
 class BatchRunner:
@@ -125,6 +126,7 @@ class BatchRunner:
 
         started = time.perf_counter()
         try:
+            assert plan.code is not None
             outcome, result = evaluate_code(self.sandbox, self.folds.dataset, self.folds.splits,
                                             self.metric, plan.code,
                                             dropped_columns(plan.candidate),
@@ -188,8 +190,9 @@ class BatchRunner:
             oof[test] = state.results[k].test
         state.outcome.oof = oof
         extras = [state.results[k].extra for k in range(self.folds.n_splits)]
-        if extras[0] is not None:
-            state.outcome.extra = np.mean(extras, axis=0)
+        held = [extra for extra in extras if extra is not None]
+        if held and len(held) == len(extras):
+            state.outcome.extra = np.mean(np.stack(held), axis=0)
         state.results = {}
 
     @staticmethod

@@ -96,8 +96,8 @@ class LoopBudget:
         self.refit_costs[record.index] = (record.utility, cost)
         self.trainer[record.index] = record.candidate.trainer
         ranked = sorted(self.refit_costs, key=lambda i: self.refit_costs[i], reverse=True)
-        likely = diverse_first(ranked, self.trainer.get)[:ENSEMBLE_MEMBERS if self.after_loop
-                                                         else 1]
+        members = ENSEMBLE_MEMBERS if self.after_loop else 1
+        likely = diverse_first(ranked, self.trainer.__getitem__)[:members]
         costs = [self.refit_costs[i][1] for i in likely]
         self.refit_estimate = (max(max(costs), sum(costs) / max(self.workers, 1))
                                + self.logging_seconds(REFIT_GROWTH * self._fold_mb(likely)))

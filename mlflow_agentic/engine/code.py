@@ -67,6 +67,7 @@ def evaluate_code(sandbox, dataset, splits, metric, code: str, dropped: Sequence
     scores = []
     for (_, test), fold in zip(splits, results, strict=True):
         out = fold.predictions
+        assert out is not None, "a fold's checked result holds its predictions"
         oof[np.asarray(test)] = out
         if classes:
             pred = np.asarray(classes, dtype=object)[out.argmax(axis=1)]

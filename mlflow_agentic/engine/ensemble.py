@@ -45,9 +45,9 @@ class EnsembleChoice(NestedScore):
     """Nested CV: each fold scored with weights chosen without its rows."""
 
 
-def blend(outputs: Sequence[np.ndarray], weights: Sequence[float]) -> np.ndarray:
+def blend(outputs: Sequence[np.ndarray], weights: Sequence[float] | np.ndarray) -> np.ndarray:
     total = sum(w * o for w, o in zip(weights, outputs, strict=True))
-    return total / float(sum(weights))
+    return np.asarray(total / float(sum(weights)))
 
 
 def utility_of(metric: Metric, y, classes: tuple):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -34,7 +35,7 @@ def predict_outputs(model, X: pd.DataFrame, metric: Metric, classes: tuple):
     return None, model_output(model, X, tuple(classes), classification=True)
 
 
-def cross_validate(build: Callable[[], object], dataset, splits: Sequence, metric: Metric,
+def cross_validate(build: Callable[[], Any], dataset, splits: Sequence, metric: Metric,
                    ) -> CVResult:
     """Fit ``build()`` on each train fold, score on its test fold. Exceptions propagate."""
     X, y = dataset.X, dataset.y

@@ -67,10 +67,11 @@ class FoldMatrices:
 def _mapped(files: tuple[str | None, ...]) -> FoldMatrices:
     """Spilled matrices, mapped copy-on-write (a model that writes to its input gets its own
     page, never the file's); labels of any type are read whole."""
-    arrays = [None if f is None else
-              np.load(f, mmap_mode=None if i == 1 else "c", allow_pickle=i == 1)
-              for i, f in enumerate(files)]
-    return FoldMatrices(*arrays, files=files)
+    X_train, y_train, X_test, X_extra = (
+        None if f is None else np.load(f, mmap_mode=None if i == 1 else "c", allow_pickle=i == 1)
+        for i, f in enumerate(files))
+    assert X_train is not None and y_train is not None and X_test is not None
+    return FoldMatrices(X_train, y_train, X_test, X_extra, files=files)
 
 
 class FoldData:

@@ -139,25 +139,16 @@ class AgenticAutoML:
                                                                             dataset.task)),
             baseline_score=baseline.mean, baseline_fold_scores=baseline.fold_scores,
             n_splits=len(splits), search=s, proposer_name=proposer_name(self.proposer),
-            cv_reason=why, recorded=self._recorded_settings(), cv_scheme=scheme,
+            cv_reason=why, recorded=recorded_settings(self), cv_scheme=scheme,
             briefing=self.briefing, emit=self.observers.emit,
             deadline=(None if self.budget.seconds is None
                       else self.budget.started + self.budget.seconds))
         return context, splits
 
-    def _recorded_settings(self) -> dict:
-        """The settings a search run records beside its parameters."""
-        from mlflow_agentic.engine.pruning import FoldPruner
-
-        s = self.settings
-        params = {"verifier_margin": self.verifier.margin, "selection": s.selection,
-                  "n_jobs": self.n_jobs, "backend": s.backend,
-                  "pruning": FoldPruner.describe() if s.prune else "off",
-                  "ensemble": bool(self.after_loop),
-                  "batch_size": max(1, self.proposer.batch_size), **s.budget_params()}
-        if self.sandbox is not None:
-            params.update({"sandbox": self.sandbox.label, **self.sandbox.limits.tags()})
-        return {**params, **self.proposer.run_params()}
+    def _batches(self) -> BatchRunner:
+        """The batch runner of the search in progress (made when its folds are)."""
+        assert self.runner is not None, "the search's folds are made before any batch"
+        return self.runner
 
     # ---- the loop ---------------------------------------------------------------------------
     def _search(self, ctx: SearchContext, pool: WorkerPool) -> EngineeringRun:
@@ -213,12 +204,12 @@ class AgenticAutoML:
         elif s.refit and best is not None:
             best, note, model = affordable(
                 best, history, self.budget.refit_fits,
-                lambda r: bagged(r, history, self.runner.folds, ctx.dataset), prefer_bag=s.bag)
+                lambda r: bagged(r, history, self._batches().folds, ctx.dataset), prefer_bag=s.bag)
         bag = model is not None  # the fold models' average, already fitted: no refit
         if s.refit and not bag:
             model, refit_seconds, best = refit(
                 history, best, ctx.dataset, pool, s.seed,
-                code_refit=lambda record: refit_code(self.sandbox, self.runner.folds.dataset,
+                code_refit=lambda record: refit_code(self.sandbox, self._batches().folds.dataset,
                                                      record.candidate.code,
                                                      dropped_columns(record.candidate)))
         return EngineeringRun(
@@ -281,14 +272,14 @@ class AgenticAutoML:
             if outcome.extra is not None:
                 self.observers.emit("on_attempt_predictions", record, outcome.extra)
 
-        self.runner.run(plans, self.budget.deadline(), done, on_submitted=started)
+        self._batches().run(plans, self.budget.deadline(), done, on_submitted=started)
         return records
 
     def _keep_outputs(self, record: AttemptRecord, outcome: Outcome, history) -> None:
         """What later steps need of an attempt: its out-of-fold and extra-row predictions (the
         ensemble blends them), the best attempts' fold models (they may be served averaged) and
         what a refit will cost."""
-        folds = self.runner.folds
+        folds = self._batches().folds
         if record.verdict.valid and outcome.fit_seconds:  # sized before its models may go
             self.budget.note_refit_cost(record, outcome.fit_seconds,
                                         len(outcome.fold_scores) or folds.n_splits,
@@ -298,6 +289,22 @@ class AgenticAutoML:
             self.oof[record.index] = outcome.oof
         if outcome.extra is not None:
             self.extras[record.index] = outcome.extra
+
+
+def recorded_settings(automl: AgenticAutoML) -> dict:
+    """What the engine resolved from its settings, recorded on the search run over the
+    settings as given (``SearchSettings.logged``): workers, the pruner, the batch size, the
+    sandbox's limits, the proposer's own parameters."""
+    from mlflow_agentic.engine.pruning import FoldPruner
+
+    s = automl.settings
+    params = {"verifier_margin": automl.verifier.margin, "n_jobs": automl.n_jobs,
+              "pruning": FoldPruner.describe() if s.prune else "off",
+              "ensemble": bool(automl.after_loop),
+              "batch_size": max(1, automl.proposer.batch_size)}
+    if automl.sandbox is not None:
+        params.update({"sandbox": automl.sandbox.label, **automl.sandbox.limits.tags()})
+    return {**params, **automl.proposer.run_params()}
 
 
 def _pruner(settings: SearchSettings):

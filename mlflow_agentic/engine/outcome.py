@@ -4,6 +4,7 @@ and what it gives back (``Outcome``: the folds' scores and predictions)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -12,8 +13,9 @@ import numpy as np
 class Planned:
     """A candidate ready to run (``trainer`` and resolved ``params``), or already failed."""
 
-    candidate: object
-    trainer: object = None
+    candidate: Any
+    trainer: Any = None
+    """The candidate's ``Trainer`` (``trainers.registry``); None when it failed to plan."""
     params: dict = field(default_factory=dict)
     error: str | None = None
     traceback: str | None = None

@@ -19,6 +19,7 @@ import weakref
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from pathlib import Path
+from typing import Any
 
 from mlflow_agentic.core.errors import UserInputError
 
@@ -49,8 +50,8 @@ def _cgroup_quota(root: Path) -> float | None:
     v2 = root / "cpu.max"
     try:
         if v2.exists():
-            quota, period = v2.read_text().split()[:2]
-            return None if quota == "max" else int(quota) / int(period)
+            text, per = v2.read_text().split()[:2]
+            return None if text == "max" else int(text) / int(per)
         v1 = root / "cpu" / "cpu.cfs_quota_us"
         if v1.exists():
             quota = int(v1.read_text())
@@ -222,7 +223,7 @@ def _quiet_killed_managers() -> None:
             return
         previous(args)
 
-    hook.agentic_quiet = True
+    hook.agentic_quiet = True  # type: ignore[attr-defined]
     threading.excepthook = hook
 
 
@@ -269,7 +270,7 @@ class WorkerPool:
                  address: str | None = None) -> None:
         self.n_jobs = max(1, int(n_jobs))
         self.backend, self.address = backend, address
-        self._executor = None
+        self._executor: Any = None
 
     def submit(self, fn: Callable, *args) -> Future:
         if self.backend != "local":
@@ -279,7 +280,7 @@ class WorkerPool:
                                                                            *args)
         if self.n_jobs == 1:
             future: Future = Future()
-            future._agentic_call = (fn, args)  # run lazily, in order, by ``resolve``
+            future._agentic_call = (fn, args)  # type: ignore[attr-defined]  # run lazily, in order, by ``resolve``
             return future
         if self._executor is None:
             from joblib.externals.loky import get_reusable_executor

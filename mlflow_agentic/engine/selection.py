@@ -45,7 +45,8 @@ def diverse_first(ranked: Sequence[T], kind: Callable[[T], str]) -> list[T]:
     trials the top attempts are near copies of one configuration, and blending copies gains
     nothing (AutoGluon's ensemble, too, blends one model of each kind)."""
     seen: set[str] = set()
-    heads, rest = [], []
+    heads: list[T] = []
+    rest: list[T] = []
     for item in ranked:
         (rest if kind(item) in seen else heads).append(item)
         seen.add(kind(item))

@@ -76,10 +76,11 @@ def select_stack(candidates: Sequence[tuple[int, np.ndarray]], y, splits, metric
     tests = [test for _, test in splits]
     stackers = [fit_stacker(features[rows], target[rows], task, len(classes), seed)
                 for rows in (np.setdiff1d(all_rows, test) for test in tests)]
-    if any(fitted is None for fitted in stackers):  # before scoring any fold
+    ready = [fitted for fitted in stackers if fitted is not None]
+    if len(ready) < len(stackers):  # before scoring any fold
         return None
     fold_scores = [score_output(metric, y[test], stack_output(features[test], *fitted, task),
-                                classes) for test, fitted in zip(tests, stackers, strict=True)]
+                                classes) for test, fitted in zip(tests, ready, strict=True)]
     fitted = fit_stacker(features, target, task, len(classes), seed)
     if fitted is None:
         return None

@@ -14,7 +14,7 @@ import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -27,6 +27,8 @@ from mlflow_agentic.llm.replay import ReplayClient
 from mlflow_agentic.llm.schema import Proposal, proposal_schema
 from mlflow_agentic.proposers.optuna import OptunaProposer
 from mlflow_agentic.trainers.registry import get_trainer
+
+Shape = TypeVar("Shape", bound=BaseModel)
 
 
 @dataclass
@@ -75,7 +77,7 @@ class Exchange:
                                      prices)
         return reply
 
-    def validated(self, shape: type[BaseModel], data) -> BaseModel | None:
+    def validated(self, shape: type[Shape], data) -> Shape | None:
         """``data`` as ``shape``, or None with ``error`` naming each off-schema field."""
         try:
             return shape.model_validate(data)
@@ -120,7 +122,7 @@ class LLMProposer(CandidateProposer):
         self.seed = seed
         self.stop_reason: StopReason | None = None
         self.fallbacks = 0
-        self._fallback_proposer = None
+        self._fallback_proposer: OptunaProposer | None = None
         self._told: set[int] = set()
 
     @classmethod
@@ -181,9 +183,10 @@ class LLMProposer(CandidateProposer):
         exchange = Exchange(messages, model=model, started_ns=time.time_ns())
         self.exchanges.append(exchange)
         reply = exchange.ask(self.llm, proposal_schema(list(trainers)), self.prices)
-        if reply is None and exchange.error.startswith("unavailable"):
+        error = exchange.error or ""
+        if reply is None and error.startswith("unavailable"):
             self.stop_reason = StopReason(StopKind.ENDPOINT, (
-                f"the LLM endpoint kept failing: {exchange.error.removeprefix('unavailable: ')}"))
+                f"the LLM endpoint kept failing: {error.removeprefix('unavailable: ')}"))
         if reply is not None and exchange.error is None:
             proposal = exchange.validated(Proposal, reply.data)
             if proposal is not None:
@@ -203,7 +206,9 @@ class LLMProposer(CandidateProposer):
 
     def _accept(self, dataset, exchange: Exchange, trainers: Sequence[str]) -> SolutionCandidate:
         proposal = exchange.candidate
-        params = self._in_space(dataset, proposal.trainer, proposal.params, exchange.notes)
+        assert proposal is not None, "only an exchange holding a proposal is accepted"
+        params = self._in_space(dataset, proposal.trainer, dict(proposal.params),
+                                exchange.notes)
         rationale = " ".join([proposal.rationale or "(no rationale)",
                               *(f"[{n}]" for n in exchange.notes)])
         exchange.candidate = SolutionCandidate(proposal.trainer, params, rationale[:2000],

@@ -10,6 +10,10 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import optuna
 
 from mlflow_agentic.core.protocol import CandidateProposer
 from mlflow_agentic.core.types import AttemptRecord, SolutionCandidate
@@ -46,8 +50,8 @@ class OptunaProposer(CandidateProposer):
         self.study_name = study_name
         self.sampler = sampler
         self.seed_defaults = seed_defaults
-        self.study = None
-        self._pending: dict[int, tuple[SolutionCandidate, object]] = {}
+        self.study: optuna.Study | None = None
+        self._pending: dict[int, tuple[SolutionCandidate, Any]] = {}
 
     # ---- protocol ---------------------------------------------------------------------------
     def start(self, context) -> None:
@@ -72,9 +76,9 @@ class OptunaProposer(CandidateProposer):
         study's first trials; returns why each was chosen."""
         from mlflow_agentic.trainers.portfolio import starts
 
-        whys = []
+        whys, study = [], self._study(dataset, trainers)
         for name, params, why in starts(self.portfolio, dataset, trainers, self.slow_seeds):
-            self.study.enqueue_trial(
+            study.enqueue_trial(
                 {TRAINER_PARAM: name, **{_param_name(name, k): v for k, v in params.items()}},
                 skip_if_exists=self.storage is not None)
             whys.append(why)
@@ -85,17 +89,13 @@ class OptunaProposer(CandidateProposer):
 
     def propose_next(self, dataset, history: Sequence[AttemptRecord], trainers: Sequence[str]
                      ) -> SolutionCandidate | None:
-        if self.study is None:
-            self._create_study(dataset, trainers)
         return self._ask(dataset, trainers, None)
 
     def suggest(self, dataset, trainers: Sequence[str], *, why: str = "",
                 source: str = "") -> SolutionCandidate:
         """The study's next trial for another proposer (the LLM's fallback): ``why`` is added
         to the rationale, ``source`` marks the candidate; its result is told by ``observe``."""
-        if self.study is None:
-            self._create_study(dataset, trainers)
-        trial = self.study.ask()
+        trial = self._study(dataset, trainers).ask()
         return self._candidate(dataset, trainers, trial,
                                f"{self._rationale(trial)}{why}", source)
 
@@ -108,38 +108,46 @@ class OptunaProposer(CandidateProposer):
         if entry is None:
             return
         _, trial = entry
+        study = trial.study
         if record.pruned is not None:
-            self.study.tell(trial, state=TrialState.PRUNED)
+            study.tell(trial, state=TrialState.PRUNED)
         elif not _scored(record):
-            self.study.tell(trial, state=TrialState.FAIL)
+            study.tell(trial, state=TrialState.FAIL)
         else:
-            self.study.tell(trial, record.utility)
+            study.tell(trial, record.utility)
 
     def learn(self, dataset, record: AttemptRecord, trainers: Sequence[str]) -> None:
         """Tell the study about an attempt someone else proposed (its params as a finished
         trial), so a study started late (the LLM's fallback) learns from the whole search."""
         import optuna
-        from optuna.distributions import CategoricalDistribution
+        from optuna.distributions import BaseDistribution, CategoricalDistribution
         from optuna.trial import TrialState
 
         name = record.candidate.trainer
-        if self.study is None:
-            self._create_study(dataset, trainers)
+        study = self._study(dataset, trainers)
         if name not in trainers:
             return
-        params, dists = {TRAINER_PARAM: name}, {TRAINER_PARAM: CategoricalDistribution(
-            list(trainers))}
+        params: dict[str, Any] = {TRAINER_PARAM: name}
+        dists: dict[str, BaseDistribution] = {
+            TRAINER_PARAM: CategoricalDistribution(list(trainers))}
         for key, spec in get_trainer(name).space(dataset).items():
             value = record.params.get(key)
             if spec.contains(value):
                 params[_param_name(name, key)] = value
                 dists[_param_name(name, key)] = spec.distribution()
         ok = _scored(record)
-        self.study.add_trial(optuna.trial.create_trial(
+        study.add_trial(optuna.trial.create_trial(
             params=params, distributions=dists, value=record.utility if ok else None,
             state=TrialState.COMPLETE if ok else TrialState.FAIL))
 
     # ---- internals --------------------------------------------------------------------------
+    def _study(self, dataset, trainers: Sequence[str]) -> optuna.Study:
+        """The study, created on first use."""
+        if self.study is None:
+            self._create_study(dataset, trainers)
+        assert self.study is not None
+        return self.study
+
     def _create_study(self, dataset, trainers: Sequence[str]) -> None:
         import optuna
 
@@ -161,7 +169,7 @@ class OptunaProposer(CandidateProposer):
         return f"optuna TPE trial #{trial.number} (seed {self.seed})"
 
     def _ask(self, dataset, trainers: Sequence[str], rationale: str | None) -> SolutionCandidate:
-        trial = self.study.ask()
+        trial = self._study(dataset, trainers).ask()
         return self._candidate(dataset, trainers, trial, rationale or self._rationale(trial))
 
     def _candidate(self, dataset, trainers: Sequence[str], trial, rationale: str,

@@ -22,10 +22,10 @@ import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-
-from pydantic import BaseModel
+from typing import Any
 
 from mlflow_agentic.core.errors import AgenticError
+from mlflow_agentic.core.observer import SearchContext
 from mlflow_agentic.core.protocol import CandidateProposer
 from mlflow_agentic.core.types import AttemptRecord, SolutionCandidate, StopKind, StopReason
 from mlflow_agentic.engine.code import CODE
@@ -34,7 +34,7 @@ from mlflow_agentic.llm.pricing import cap_reached, price_table
 from mlflow_agentic.llm.prompt import task_facts
 from mlflow_agentic.llm.replay import ReplayClient
 from mlflow_agentic.proposers.code import roles
-from mlflow_agentic.proposers.llm import Exchange
+from mlflow_agentic.proposers.llm import Exchange, Shape
 
 CODER_MAX_TOKENS = 3000
 """A candidate.py is a page of code; the other roles answer in a few lines."""
@@ -101,12 +101,12 @@ class CodeProposer(CandidateProposer):
         self.exchanges: list[Exchange] = []
         self.state = CodeState()
         self.stop_reason: StopReason | None = None
-        self.context = None
+        self.context: SearchContext | None = None
 
     # ---- the engine's protocol ----------------------------------------------------------------
     def run_params(self) -> dict:
         """Code mode's budget and critic, recorded on the search run."""
-        params = {"max_experiments": self.max_experiments}
+        params: dict[str, Any] = {"max_experiments": self.max_experiments}
         if self.critic_model is not None:
             params["critic_model"] = self.critic_model
         return params
@@ -125,9 +125,10 @@ class CodeProposer(CandidateProposer):
                 f"max_experiments={self.max_experiments} code attempts written"))
             return None
         if not s.plan:
-            s.plan = self._plan(history)
-            if s.plan is None:
+            plan = self._plan(history)
+            if plan is None:
                 return None  # the endpoint is gone or the cost cap is reached
+            s.plan = plan
         hypothesis = s.plan.pop(0)
         s.experiments += 1
         answer, problem = self._ask("coder", self.llm, roles.coder_messages(
@@ -188,7 +189,7 @@ class CodeProposer(CandidateProposer):
         """The pivot as the engine applies it: only flagged or known feature columns, never all
         of them. None when nothing in it can be applied."""
         s = self.state
-        features = set(self.context.dataset.feature_columns)
+        features = set(self._context().dataset.feature_columns)
         drop = [c for c in dict.fromkeys(pivot.drop_columns) if c in features]
         if len(drop) >= len(features):
             drop = []
@@ -199,21 +200,25 @@ class CodeProposer(CandidateProposer):
         s.plan = []  # re-planned under the new constraints
         return {"drop_columns": drop, "cv_advice": advice}
 
+    def _context(self) -> SearchContext:
+        assert self.context is not None, "the engine calls start() before any proposal"
+        return self.context
+
     def _facts(self) -> dict:
-        return task_facts(self.context)
+        return task_facts(self._context())
 
     def _columns(self) -> dict[str, str]:
-        ds = self.context.dataset
+        ds = self._context().dataset
         return {c: "numeric" if ds.columns[c].kind == "numeric" else "categorical"
                 for c in ds.feature_columns if c not in self.state.dropped}
 
     def _findings(self) -> list[dict]:
-        brief = self.context.briefing
+        brief = self._context().briefing
         return [f.to_dict() for f in brief.findings] if brief is not None else []
 
     # ---- one call -----------------------------------------------------------------------------
-    def _ask(self, role: str, client, messages: list[dict], shape: type[BaseModel],
-             reasks: int = 1) -> tuple[BaseModel | None, str]:
+    def _ask(self, role: str, client, messages: list[dict], shape: type[Shape],
+             reasks: int = 1) -> tuple[Shape | None, str]:
         """``(answer, problem)``: the role's validated answer, re-asked ``reasks`` times with
         what was wrong; None and why when there is none (``stop_reason`` set when the search
         must stop: the endpoint, the cost cap)."""
@@ -238,8 +243,8 @@ class CodeProposer(CandidateProposer):
                          "asked, and nothing else."}]
         return None, problem
 
-    def _call(self, role: str, client, messages: list[dict], shape: type[BaseModel]
-              ) -> tuple[Exchange, BaseModel | None]:
+    def _call(self, role: str, client, messages: list[dict], shape: type[Shape]
+              ) -> tuple[Exchange, Shape | None]:
         """One call and its validated answer (None: ``error`` says why), answered from the
         resumed search's traces while they last; reported."""
         if self.replay is not None and self.replay.position < len(self.replay.exchanges):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import sklearn
 from pydantic import BaseModel, Field, field_validator
@@ -98,7 +98,7 @@ _QUOTED = re.compile(r"""(['"])(.*?)\1""")
 _DATA_LIKE = re.compile(r"\d{7,}|(?=[0-9a-fA-F]*\d)(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{8,}")
 
 
-def clean_message(text: str, columns: Sequence[str] = (), code: str = "") -> str:
+def clean_message(text: str, columns: Collection[str] = (), code: str = "") -> str:
     """An error as a prompt may carry it: one line, at most ``MESSAGE_CHARS``; quoted text
     kept only when it names an input column or is written in the attempt's ``code`` (else
     ``<value>``: it may be a cell), and tokens
@@ -114,7 +114,7 @@ def clean_message(text: str, columns: Sequence[str] = (), code: str = "") -> str
     return line if len(line) <= MESSAGE_CHARS else line[:MESSAGE_CHARS - 3] + "..."
 
 
-def feature_summary(features: Sequence[str], columns: Sequence[str]) -> dict:
+def feature_summary(features: Sequence[str], columns: Collection[str]) -> dict:
     """What the critic learns of a candidate's features: how many, and which input columns
     their names mention (the host's own names, matched). Never the names themselves: a
     candidate writes them, and could write its training rows' labels into them."""
@@ -170,7 +170,7 @@ def coder_messages(facts: dict, hypothesis: Hypothesis, history: Sequence,
 
 
 def critic_messages(findings: list[dict], record, features: Sequence[str],
-                    columns: Sequence[str], pivot_left: bool) -> list[dict]:
+                    columns: Collection[str], pivot_left: bool) -> list[dict]:
     pivot = ('"pivot": {"drop_columns": [str], "cv_advice": str} or null'
              if pivot_left else '"pivot": null (the one pivot of this search is used)')
     return [_system("CRITIC", (
