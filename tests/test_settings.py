@@ -27,12 +27,30 @@ def test_every_setting_is_an_option_of_run_with_its_declared_default(field):
     assert option.help == field.metadata["help"]
     if field.name in BUDGETED:  # unset: 8 and 3, off with a time budget (budgeted)
         assert option.default is None and f"default: {field.default}" in option.help
-    elif field.type == "bool":
-        assert option.default is field.default and option.flag_value is (not field.default)
+    elif field.type == "bool":  # the flag alone, or a value (as the MLproject passes it)
+        flag = flag_of(field)
+        for args, value in (([], field.default), ([flag], not field.default),
+                            ([flag, "false"], field.default), ([flag, "true"], not field.default)):
+            ctx = run_command.make_context("run", ["--data", "x.csv", *args])
+            assert ctx.params[field.name] is value, args
     else:
         assert option.default == field.default
     if field.metadata.get("choices"):
         assert tuple(option.type.choices) == field.metadata["choices"]
+
+
+@pytest.mark.parametrize("field", offered(), ids=lambda f: f.name)
+def test_every_setting_is_an_mlproject_parameter_and_a_logged_run_parameter(field):
+    """Declared once, it is offered by ``mlflow run``, recorded on the search run (the run's
+    parameters are checked in tests/test_tracking.py) and, if declared so, checked on resume."""
+    from mlflow_agentic.core.settings import logged_name
+    from mlflow_agentic.tracking.resume import MUST_MATCH
+
+    main = entry_block((ROOT / "MLproject").read_text(), "main")
+    key = flag_of(field).lstrip("-").replace("-", "_")
+    assert f"      {key}: " in main and f"{flag_of(field)} {{{key}}}" in main
+    assert logged_name(field) in SearchSettings().logged()
+    assert (logged_name(field) in MUST_MATCH) is field.metadata["same_on_resume"]
 
 
 @pytest.mark.parametrize("name", sorted(COMMANDS))

@@ -47,6 +47,10 @@ def test_parent_and_one_child_per_attempt(tracked_search):
     assert experiment.name == "churn-agentic"
     # the MLflow UI opens it in its Model training view, not the GenAI one
     assert experiment.tags["mlflow.experimentKind"] == "custom_model_development"
+    # every setting a user sets is a parameter of the search run (declared once: logged_as)
+    from mlflow_agentic.core.settings import SearchSettings
+
+    assert set(SearchSettings().logged()) <= set(parent.data.params)
     kids = children(t.client, parent.info.run_id)
     assert len(kids) == len(t.run.attempts) == 7  # 4 starts (the portfolio's 3, a forest), 3 more
     for kid, attempt in zip(kids, t.run.attempts, strict=True):

@@ -10,7 +10,7 @@ from collections.abc import Callable
 import click
 
 from mlflow_agentic.cli.options import WholeNumber, blank_to_none, named_list, optional_float
-from mlflow_agentic.core.settings import SearchSettings
+from mlflow_agentic.core.settings import offered_settings
 
 BUDGETED = ("max_iterations", "patience")
 """Unset on the command line means "8 and 3, off with --time-budget" (``budgeted``)."""
@@ -18,7 +18,7 @@ BUDGETED = ("max_iterations", "patience")
 
 def offered() -> list[dataclasses.Field]:
     """The settings the command line offers (a field with ``flag=""`` is set by code)."""
-    return [f for f in dataclasses.fields(SearchSettings) if f.metadata.get("flag") != ""]
+    return offered_settings()
 
 
 def flag_of(f: dataclasses.Field) -> str:
@@ -33,9 +33,10 @@ def option_for(f: dataclasses.Field) -> Callable:
     field (checks stay in ``SearchSettings``, reported as bad input)."""
     meta, kind = f.metadata, str(f.type)
     common = dict(help=meta["help"], metavar=meta.get("metavar"))
-    if kind == "bool":
-        return click.option(flag_of(f), f.name, is_flag=True, flag_value=not f.default,
-                            default=f.default, help=meta["help"])
+    if kind == "bool":  # a flag that also takes a value: the MLproject passes one
+        return click.option(flag_of(f), f.name, is_flag=False, flag_value="true",
+                            default="false", metavar="[true|false]", help=meta["help"],
+                            callback=_turned_on if f.default is False else _turned_off)
     if meta.get("choices"):
         return click.option(flag_of(f), f.name, type=click.Choice(meta["choices"]),
                             default=f.default, show_default=True, help=meta["help"])
@@ -50,6 +51,25 @@ def option_for(f: dataclasses.Field) -> Callable:
                             default=default, show_default=default is not None, **common)
     return click.option(flag_of(f), f.name, callback=blank_to_none, default=f.default,
                         **common)
+
+
+def _given(value) -> bool:
+    text = str(value).strip().lower()
+    if text in ("true", "1", "yes", "on"):
+        return True
+    if text in ("false", "0", "no", "off", "", "none"):
+        return False
+    raise click.BadParameter(f"{value!r}: expected true or false (or the flag alone)")
+
+
+def _turned_on(ctx, param, value) -> bool:
+    """``--stack`` (alone or ``true``) turns a setting on; ``false`` or absent: off."""
+    return _given(value)
+
+
+def _turned_off(ctx, param, value) -> bool:
+    """``--no-prune`` (alone or ``true``) turns an on-by-default setting off."""
+    return not _given(value)
 
 
 def _names(ctx, param, value):
@@ -77,10 +97,8 @@ def pop_settings(options: dict) -> dict:
 
 
 ENTRY_POINTS = {
-    "main": ("run", ("data", "target", "task", "proposer", "trainers", "portfolio",
-                     "max_iterations", "patience", "max_attempts", "time_budget", "n_jobs",
-                     "backend", "cv", "large_rows", "cv_scheme", "metric", "seed", "margin",
-                     "selection", "register_name", "register", "experiment", "time_column",
+    "main": ("run", ("data", "target", "task", "proposer", *(f.name for f in offered()),
+                     "register_name", "register", "experiment", "time_column",
                      "group_column", "holdout_fraction", "post_outcome_columns", "llm_model",
                      "llm_base_url", "max_cost_usd", "replay", "encoding", "max_experiments",
                      "critic_model")),
@@ -89,8 +107,9 @@ ENTRY_POINTS = {
                             "llm_model", "llm_base_url", "max_cost_usd", "llm_replay",
                             "time_column", "group_column")),
 }
-"""The MLproject's generated entry points: the command each runs, and its options offered as
-``-P`` parameters."""
+"""The MLproject's generated entry points: the command each runs, and its options (by their
+click names) offered as ``-P`` parameters, named as their flags are (``--no-prune``:
+``no_prune``). ``main`` offers every search setting."""
 
 
 def mlproject_entry(name: str, command: click.Command) -> str:
@@ -101,9 +120,11 @@ def mlproject_entry(name: str, command: click.Command) -> str:
     params = {p.name: p for p in command.params}
     lines = [f"  {name}:", "    parameters:"]
     flags = []
-    for key in names:
-        param = params[key]
-        flags.append(f"{max(param.opts, key=len)} {{{key}}}")
+    for option in names:
+        param = params[option]
+        flag = max(param.opts, key=len)
+        key = flag.lstrip("-").replace("-", "_")
+        flags.append(f"{flag} {{{key}}}")
         lines.append(f"      {key}: {_parameter(key, param)}")
     lines.append("    command: >-")
     line = f"      python -m mlflow_agentic {verb}"

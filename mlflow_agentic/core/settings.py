@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from mlflow_agentic.core.errors import UserInputError, did_you_mean
 
@@ -18,22 +18,24 @@ BACKENDS = ("local", "dask", "ray")
 """Where the fold fits run (``engine.backends``)."""
 SELECTION_RULES = ("best", "one-se")
 """How the selected attempt is chosen (``engine.selection``)."""
-REGISTER_POLICIES = ("better", "always", "never")
+RegisterPolicy = Literal["better", "always", "never"]
+REGISTER_POLICIES: tuple[RegisterPolicy, ...] = ("better", "always", "never")
 """``better`` (the default): a new version only when the selected model beats the current
 ``@challenger`` beyond the noise of the same sealed rows (or there is nothing like for like to
 compare with); ``always``: every search registers a version; ``never``: log, do not register."""
 
 
-def register_policy(value: bool | str) -> str:
+def register_policy(value: bool | str | None) -> RegisterPolicy:
     """``True``/``False`` (the older spelling) or one of ``REGISTER_POLICIES``."""
     if value is True:
         return "better"
     if value is False or value is None:
         return "never"
-    if value not in REGISTER_POLICIES:
-        raise UserInputError(f"--register {value!r}: unknown policy. "
-                             f"{did_you_mean(str(value), REGISTER_POLICIES)}")
-    return value
+    for policy in REGISTER_POLICIES:
+        if value == policy:
+            return policy
+    raise UserInputError(f"--register {value!r}: unknown policy. "
+                         f"{did_you_mean(str(value), REGISTER_POLICIES)}")
 
 
 DEFAULT_MAX_ITERATIONS = 8
@@ -45,13 +47,32 @@ CV_SCHEMES = ("auto", "stratified", "kfold", "group", "time")
 
 
 def setting(default: Any, help: str, *, flag: str | None = None, metavar: str | None = None,
-            choices: tuple[str, ...] | None = None, minimum: float | None = None) -> Any:
-    """A field of ``SearchSettings`` with what the command line and the MLproject need to offer
-    it: its help, its flag (default: ``--`` + the name with dashes; ``--no-<name>`` for a
-    setting that is on by default), its choices and minimum. ``flag=""``: not on the command
-    line (set by the code that builds the settings)."""
-    return field(default=default, metadata={"help": help, "flag": flag, "metavar": metavar,
-                                            "choices": choices, "minimum": minimum})
+            choices: tuple[str, ...] | None = None, minimum: float | None = None,
+            logged_as: str | None = None, same_on_resume: bool = False) -> Any:
+    """A field of ``SearchSettings`` with all that is derived from it: its help, its flag
+    (default: ``--`` + the name with dashes; ``--no-<name>`` for a setting that is on by
+    default), its choices and minimum (the command line, the MLproject); ``logged_as``: the
+    search run's parameter it is recorded as (default: its name); ``same_on_resume``: a resumed
+    search must run with the value the killed one had (``tracking.resume``). ``flag=""``: not
+    on the command line (set by the code that builds the settings), not logged."""
+    return field(default=default, metadata={
+        "help": help, "flag": flag, "metavar": metavar, "choices": choices, "minimum": minimum,
+        "logged_as": logged_as, "same_on_resume": same_on_resume})
+
+
+def offered_settings() -> list[dataclasses.Field]:
+    """The settings a user sets (a field with ``flag=""`` is set by code)."""
+    return [f for f in dataclasses.fields(SearchSettings) if f.metadata.get("flag") != ""]
+
+
+def logged_name(f: dataclasses.Field) -> str:
+    """The search run's parameter a setting is recorded as."""
+    return f.metadata.get("logged_as") or f.name
+
+
+def same_on_resume() -> tuple[str, ...]:
+    """The run parameters of the settings a resumed search must share with the killed one."""
+    return tuple(logged_name(f) for f in offered_settings() if f.metadata["same_on_resume"])
 
 
 LARGE_ROWS = 10_000
@@ -95,35 +116,39 @@ class SearchSettings:
         DEFAULT_PATIENCE, "Stop after this many attempts without a verified improvement "
         "[default: 3; off with --time-budget].", minimum=1)
     max_attempts: int | None = setting(
-        None, "Attempts in all, seeds included (a bound every proposer shares).", minimum=1)
+        None, "Attempts in all, seeds included (a bound every proposer shares).", minimum=1,
+        logged_as="budget_attempts")
     time_budget: float | None = setting(
         None, "Wall-clock budget for the whole command (search, refit, holdout, registration); "
-        "iterations and patience are off unless given.", metavar="SECONDS")
+        "iterations and patience are off unless given.", metavar="SECONDS",
+        logged_as="budget_seconds")
     cv: Any = setting(5, "Cross-validation folds (or, from Python, fixed splits shared by "
-                      "searches).")
+                      "searches).", logged_as="cv_folds",
+                      same_on_resume=True)
     large_rows: int = setting(
         LARGE_ROWS, "From this many training rows, CV uses 3 folds instead of --cv (a large "
         "table's folds cost time and their scores vary little); 0: --cv at every size.",
         minimum=0)
     cv_scheme: str = setting("auto", "auto follows the briefing's advice (group / time / "
-                             "stratified).", choices=CV_SCHEMES)
+                             "stratified).", choices=CV_SCHEMES, same_on_resume=True)
     metric: str | None = setting(
         None, "roc_auc, log_loss, accuracy, balanced_accuracy, f1, roc_auc_ovr, rmse, mae, r2 "
-        "(default: by task).")
+        "(default: by task).", same_on_resume=True)
     trainers: tuple[str, ...] | None = setting(
         None, "Comma-separated trainers to search (default: all that fit the task, except "
-        "catboost, searched when named).")
+        "catboost, searched when named).", same_on_resume=True)
     portfolio: str = setting(
         "builtin", "The optuna proposer's first candidates: builtin (proven configurations, "
         "chosen across public datasets by benchmarks/portfolio.py), defaults (each trainer at "
         "its defaults), or a portfolio JSON file.", metavar="builtin|defaults|FILE")
-    seed: int = setting(0, "Seed for CV splits, models and the proposer.")
+    seed: int = setting(0, "Seed for CV splits, models and the proposer.", same_on_resume=True)
     n_jobs: int | None = setting(
         None, "Worker processes for the CV folds; each model is single-threaded [default: the "
         "cores this process may use; -1: all].")
-    prune: bool = setting(True, "Run every fold of every candidate (no fold-by-fold pruning).")
+    prune: bool = setting(True, "Run every fold of every candidate (no fold-by-fold pruning).",
+                          logged_as="pruning", same_on_resume=True)
     ensemble: bool = setting(True, "Do not try a greedy ensemble of the verified attempts at "
-                             "the end (a step of the search, after the loop).")
+                             "the end (a step of the search, after the loop).", same_on_resume=True)
     stack: bool = setting(False, "Also try a stacking layer (a linear model over the best "
                           "attempts' out-of-fold predictions) beside the ensemble. Off by "
                           "default: on the benchmark suite it lost more often than it won.")
@@ -133,11 +158,12 @@ class SearchSettings:
     refit_full: bool = setting(False, "Once the holdout has scored the selected model, serve "
                                "the same recipe refit on the training and holdout rows (the "
                                "holdout's evidence stays that of the model it scored).")
-    margin: float = setting(0.01, "How much a candidate must beat the trivial baseline by.")
+    margin: float = setting(0.01, "How much a candidate must beat the trivial baseline by.",
+                            logged_as="verifier_margin", same_on_resume=True)
     selection: str = setting(
         "best", "Which verified attempt is registered: the top CV score (best), or the "
         "cheapest trainer within one standard error of it (one-se). Ties within one standard "
-        "error are reported either way.", choices=SELECTION_RULES)
+        "error are reported either way.", choices=SELECTION_RULES, same_on_resume=True)
     backend: str = setting(
         "local", "Where the CV folds run: local processes, or a Dask or Ray cluster (a local "
         "one of --n-jobs workers unless --scheduler / --ray-address is given). Needs the [dask] "
@@ -223,13 +249,17 @@ class SearchSettings:
     def replace(self, **changes: Any) -> SearchSettings:
         return SearchSettings.of(self, **changes)
 
-    def budget_params(self) -> dict[str, Any]:
-        """The bounds that are set, as the search run's parameters."""
+    def logged(self) -> dict[str, Any]:
+        """Every setting a user sets, as the search run's parameters (``logged_as``; unset:
+        ``none``). The engine records what it resolved from them over these (the folds, the
+        metric, the trainers, the pruner): ``tracking.search_run.search_params``."""
         out: dict[str, Any] = {}
-        if self.max_attempts is not None:
-            out["budget_attempts"] = self.max_attempts
-        if self.time_budget is not None:
-            out["budget_seconds"] = self.time_budget
+        for f in offered_settings():
+            value = getattr(self, f.name)
+            if isinstance(value, list):  # fixed splits given from Python
+                value = f"{len(value)} fixed splits"
+            out[logged_name(f)] = ("none" if value is None else ",".join(value)
+                                   if isinstance(value, tuple) else value)
         return out
 
 
@@ -252,12 +282,16 @@ class TrackingOptions:
     """The MLflow experiment (default: ``<data file stem>-agentic``)."""
     register_name: str | None = None
     """The registered model (default: ``<data file stem>-agentic``)."""
-    register: bool | str = "better"
-    """One of ``REGISTER_POLICIES`` (True: ``better``; False: ``never``)."""
+    register: RegisterPolicy | bool = "better"
+    """One of ``REGISTER_POLICIES`` (True: ``better``; False: ``never``; made the policy at
+    construction)."""
     diagnostics: bool = True
     """The selected model's holdout diagnostics on its run (~10 s on churn)."""
     tracking_uri: str | None = None
     """Default: ``$MLFLOW_TRACKING_URI``, else ``sqlite:///mlflow.db``."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "register", register_policy(self.register))
 
     @classmethod
     def taken_from(cls, tracking: TrackingOptions | None,
@@ -265,5 +299,4 @@ class TrackingOptions:
         """``tracking`` with the overrides that name its fields (taken out of ``overrides``)."""
         names = [f.name for f in dataclasses.fields(cls)]
         mine = {k: overrides.pop(k) for k in list(overrides) if k in names}
-        options = dataclasses.replace(tracking or cls(), **mine)
-        return dataclasses.replace(options, register=register_policy(options.register))
+        return dataclasses.replace(tracking or cls(), **mine)

@@ -18,6 +18,7 @@ import numpy as np
 
 from mlflow_agentic.core.errors import UserInputError
 from mlflow_agentic.core.processes import process_alive
+from mlflow_agentic.core.settings import same_on_resume
 from mlflow_agentic.engine.outcome import Outcome
 from mlflow_agentic.engine.restore import Restored
 from mlflow_agentic.tracking.delivery import send_pending
@@ -27,11 +28,11 @@ OUTPUTS_ARTIFACT = "outputs.npz"
 the search predicts holdout rows, ``extra`` (the fold models' mean output on them)."""
 DIGEST_TAG = "train_digest"
 """On the search run: a content hash of the training rows the search saw (after the split)."""
-MUST_MATCH = ("proposer", "metric", "seed", "trainers", "cv_folds", "cv_scheme", "target",
-              "task", "n_rows", "n_features", "excluded_columns", "verifier_margin", "pruning",
-              "ensemble", "selection")
+MUST_MATCH = ("proposer", "target", "task", "n_rows", "n_features", "excluded_columns",
+              *same_on_resume())
 """Search parameters a resumed search must share with the killed one: they decide what is
-proposed and how it is scored. Budgets and ``n_jobs`` may change."""
+proposed and how it is scored (the data's, and the settings declared ``same_on_resume``).
+Budgets and ``n_jobs`` may change."""
 
 
 @dataclass

@@ -227,7 +227,7 @@ class SearchRun:
 def search_params(context: SearchContext) -> dict:
     """The search run's parameters: the settings, the data's shape, the excluded columns."""
     ds, metric = context.dataset, context.metric
-    return {"proposer": context.proposer_name, "metric": metric.name,
+    return {**context.search.logged(), "proposer": context.proposer_name, "metric": metric.name,
             "direction": metric.direction, "trainers": ",".join(context.trainers),
             "max_iterations": _or_off(context.search.max_iterations),
             "patience": _or_off(context.search.patience),
