@@ -180,7 +180,7 @@ LAYERS = [
     {"data", "llm", "sandbox"},
     {"verify"},
     {"engine"},
-    {"proposers", "scoring"},
+    {"proposers", "scoring", "testing"},
     {"tracking"},
     {"frontdoor"},
     {"compare", "bench"},

@@ -29,8 +29,9 @@ class CandidateProposer(abc.ABC):
     Write ``propose_initial`` (the seed candidates: all evaluated, no patience applies) and
     ``propose_next`` (sees every attempt so far; one candidate, or None when it has nothing
     more). The loop calls, in order: ``start(context)`` once before seeding, ``propose_initial``,
-    then ``propose_next`` ``batch_size`` times per batch, ``observe(record)`` after each attempt
-    (and ``review`` for a code attempt), and at the end ``submit`` when ``submits`` is true.
+    then ``propose_next`` ``batch_size`` times per batch, and ``observe(record)`` after each
+    attempt. Code mode's extra hooks are on ``CodeModeProposer``.
+    ``mlflow_agentic.testing.check_proposer`` checks a proposer against this contract.
     """
 
     name: str = ""
@@ -39,8 +40,6 @@ class CandidateProposer(abc.ABC):
     """Candidates asked per batch; their folds share the workers (Optuna: 4, constant liar)."""
     stop_reason: StopReason | None = None
     """Why ``propose_next`` returned None (a cost cap, an endpoint that failed), if not done."""
-    submits: bool = False
-    """True when the proposer chooses the attempt to register (``submit``; code mode)."""
 
     @abc.abstractmethod
     def propose_initial(self, dataset, trainers: Sequence[str]
@@ -59,17 +58,23 @@ class CandidateProposer(abc.ABC):
     def observe(self, record: AttemptRecord) -> None:  # noqa: B027 - optional hook
         """After each attempt, in proposal order (how Optuna is told each score, or FAIL)."""
 
-    def review(self, record: AttemptRecord, features: Sequence[str]) -> Review | None:
-        """A note on a code attempt (code mode's critic); None: nothing to say."""
-        return None
-
-    def submit(self, history: Sequence[AttemptRecord]) -> tuple[int | None, str]:
-        """The attempt to register and why, when ``submits``; the engine checks the choice."""
-        raise NotImplementedError(f"{type(self).__name__} does not submit")
-
     def run_params(self) -> dict[str, Any]:
         """Settings of the proposer recorded on the search run (e.g. code mode's budget)."""
         return {}
+
+
+class CodeModeProposer(CandidateProposer):
+    """A proposer of code candidates (code mode): the loop also asks it to ``review`` each
+    code attempt (the critic: a note, never a score) and, after the loop, to ``submit`` the
+    attempt to register (the submitter), a choice the engine checks."""
+
+    def review(self, record: AttemptRecord, features: Sequence[str]) -> Review | None:
+        """A note on a code attempt; None: nothing to say."""
+        return None
+
+    @abc.abstractmethod
+    def submit(self, history: Sequence[AttemptRecord]) -> tuple[int | None, str]:
+        """The attempt to register and why; the engine checks the choice."""
 
 
 def proposer_name(proposer: CandidateProposer) -> str:

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from mlflow_agentic.core.protocol import CodeModeProposer
 from mlflow_agentic.engine.outcome import Outcome
 from mlflow_agentic.sandbox.job import SandboxFailed, SandboxJob, SandboxResult
 from mlflow_agentic.sandbox.model import SandboxedModel
@@ -127,7 +128,7 @@ def code_plan(candidate, sandbox):
     return plan
 
 
-def submitted(proposer, history, top):
+def submitted(proposer: CodeModeProposer, history, top):
     """``(selected, note)``: the submitter's choice when it is a verified, not quarantined
     attempt of this search; else the best verified CV attempt ``top``, and the note says why."""
     if not any(a.selectable for a in history):
@@ -159,7 +160,8 @@ def reviewed(proposer, record, outcome):
         artifacts.update(sandbox_artifacts(result))
         tags.update(sandbox_tags(result))
     try:
-        note = proposer.review(record, list(result.features) if result is not None else [])
+        note = (proposer.review(record, list(result.features) if result is not None else [])
+                if isinstance(proposer, CodeModeProposer) else None)
     except Exception as exc:  # a broken critic accepts the attempt
         warnings.warn(f"critic failed on attempt {record.index}: {exc}", stacklevel=2)
         note = None

@@ -17,7 +17,7 @@ import numpy as np
 
 from mlflow_agentic.core.metrics import resolve_metric
 from mlflow_agentic.core.observer import Observers, SearchContext, SearchObserver
-from mlflow_agentic.core.protocol import CandidateProposer, proposer_name
+from mlflow_agentic.core.protocol import CandidateProposer, CodeModeProposer, proposer_name
 from mlflow_agentic.core.settings import SearchSettings
 from mlflow_agentic.core.types import (
     AttemptRecord,
@@ -198,7 +198,7 @@ class AgenticAutoML:
         top = best
         best = select(history, top, s.selection)
         selection, note, model, refit_seconds = s.selection, "", None, 0.0
-        if self.proposer.submits:  # code mode: the submitter chooses; checked here
+        if isinstance(self.proposer, CodeModeProposer):  # the submitter chooses; checked here
             best, note = submitted(self.proposer, history, top)
             selection = "submitter"
         elif s.refit and best is not None:

@@ -26,7 +26,7 @@ from typing import Any
 
 from mlflow_agentic.core.errors import AgenticError
 from mlflow_agentic.core.observer import SearchContext
-from mlflow_agentic.core.protocol import CandidateProposer
+from mlflow_agentic.core.protocol import CodeModeProposer
 from mlflow_agentic.core.types import AttemptRecord, SolutionCandidate, StopKind, StopReason
 from mlflow_agentic.engine.code import CODE
 from mlflow_agentic.llm.client import LLMClient, LLMConfig
@@ -78,10 +78,9 @@ class CodeState:
     notes: dict[int, str] = field(default_factory=dict)
 
 
-class CodeProposer(CandidateProposer):
+class CodeProposer(CodeModeProposer):
     name = "code"
     batch_size = 1
-    submits = True
 
     def __init__(self, model: str | None = None, base_url: str | None = None, *,
                  critic_model: str | None = None, max_experiments: int = 4,
