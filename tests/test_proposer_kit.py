@@ -132,7 +132,8 @@ class Forgetful(CandidateProposer):
     (Anywhere, (), "proposes_within_its_trainers: attempt 1 names 'random_forest'"),
     (Unseeded, (), "is_seeded: two proposers from make() searched differently"),
     (OnlyTheFirst, (), "failures_are_data: no attempt failed"),
-    (Forgetful, ("is_seeded", "failures_are_data"), "resumes: resumed from 1 attempts, it ended with"),
+    (Forgetful, ("is_seeded", "failures_are_data"),
+     "resumes: resumed from 1 attempts, it ended with"),
 ], ids=["batch-size", "trainers", "seed", "failures", "resume"])
 def test_each_check_catches_the_proposer_that_breaks_it(make, skip, broken):
     with pytest.raises(ProposerCheckFailed, match="^" + re.escape(broken)):
