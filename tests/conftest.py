@@ -74,6 +74,17 @@ def scripted_frame(n: int = 400, seed: int = 0) -> pd.DataFrame:
                          "target": y})
 
 
+SERVICE_FIXTURES = {"docker_sandbox"}
+"""A test that asks for one of these is in the slow tier, whatever its module says: the fast
+tier (``pytest -m "not slow"``) runs with no Docker, PostgreSQL, LLM or server."""
+
+
+def pytest_collection_modifyitems(items) -> None:
+    for item in items:
+        if SERVICE_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(scope="session")
 def docker_sandbox():
     """The real Docker daemon and sandbox image (.ci/start-docker.sh); missing fails in CI."""

@@ -59,6 +59,7 @@ def rerun(client, run, csv, capsys):
 
 @pytest.mark.parametrize("trainer", [n for n, t in trainer_registry().items()
                                      if not t.on_request])
+@pytest.mark.slow
 def test_each_attempts_script_reproduces_its_recorded_cv_score(scripted_search, trainer,
                                                                capsys):
     uri, client, csv, runs, _ = scripted_search
@@ -69,6 +70,7 @@ def test_each_attempts_script_reproduces_its_recorded_cv_score(scripted_search, 
     assert found["model"].predict_proba(found["train"].X.head(3)).shape == (3, 2)
 
 
+@pytest.mark.slow
 def test_the_selected_ensembles_script_rebuilds_the_registered_model(scripted_search,
                                                                      churn_frame, capsys):
     uri, client, csv, runs, trainers = scripted_search

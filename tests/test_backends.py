@@ -9,6 +9,8 @@ from mlflow_agentic.core.errors import UserInputError
 from mlflow_agentic.engine.backends import shutdown_clusters
 from mlflow_agentic.frontdoor.api import search
 
+pytestmark = pytest.mark.slow  # Dask and Ray clusters
+
 SETTINGS = dict(trainers=["linear", "random_forest"], cv=3, seed=3, max_iterations=4,
                 patience=3, n_jobs=2, register=False, diagnostics=False)
 

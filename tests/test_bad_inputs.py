@@ -127,6 +127,7 @@ def options(uri: str) -> dict:
                 register="never", diagnostics=False, experiment="deleted-midway")
 
 
+@pytest.mark.slow
 def test_w13_an_experiment_deleted_mid_search_is_named_and_resumable_once_restored(tmp_path):
     import subprocess
     import sys

@@ -61,6 +61,7 @@ def test_only_the_best_attempts_keep_their_fold_models(churn_small):
         assert first[k][-1] is not second[k][-1]
 
 
+@pytest.mark.slow
 def test_a_late_refit_serves_the_bag_and_it_is_logged_and_served(churn_small, tracking_uri,
                                                                 monkeypatch):
     from mlflow_agentic.frontdoor.orchestrator import run_search

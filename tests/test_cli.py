@@ -30,6 +30,7 @@ def registered_models():
     return mlflow.MlflowClient().search_registered_models()
 
 
+@pytest.mark.slow
 def test_cli_run_end_to_end_in_a_subprocess(tracking_uri, small_csv, broken_plugin_dir):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(broken_plugin_dir), str(ROOT)])}
     proc = subprocess.run(
@@ -48,6 +49,7 @@ def test_cli_run_end_to_end_in_a_subprocess(tracking_uri, small_csv, broken_plug
     assert mv.tags["trainer"] in ("linear", "hist_gradient_boosting", "ensemble")
 
 
+@pytest.mark.slow
 def test_candidates_file_for_the_sequence_proposer(tracking_uri, small_csv, tmp_path):
     path = tmp_path / "cands.json"
     path.write_text(json.dumps([{"trainer": "linear", "params": {"C": 0.1}},
@@ -106,6 +108,7 @@ CASES = {
 
 
 @pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.slow
 def test_bad_input_fails_clearly_and_registers_nothing(case, tracking_uri, tmp_path, small_csv):
     make, fragment = CASES[case]
     result = invoke(*make(tmp_path, small_csv))
@@ -151,6 +154,7 @@ def test_help_lists_the_options():
         assert option in result.output
 
 
+@pytest.mark.slow
 def test_the_quickstart_runs_the_honest_search(tracking_uri, tmp_path):
     """examples/quickstart.py uses the front door: sealed holdout, gap, registration."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -164,6 +168,7 @@ def test_the_quickstart_runs_the_honest_search(tracking_uri, tmp_path):
     assert mv.tags["holdout_digest"] and mv.tags["verdict.status"] == "verified"
 
 
+@pytest.mark.slow
 def test_task_regression_reads_whole_number_scores_as_numbers(tracking_uri, tmp_path,
                                                              churn_frame):
     """A target of a few whole values (a 0-5 score) is read as classes unless --task says."""

@@ -13,6 +13,8 @@ from mlflow_agentic.data import Dataset
 from mlflow_agentic.engine.code import evaluate_code
 from mlflow_agentic.engine.cv import make_splits
 
+pytestmark = pytest.mark.slow  # the Docker sandbox
+
 CHARGES_PER_MONTH = '''
 import numpy as np
 import pandas as pd

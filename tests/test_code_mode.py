@@ -25,6 +25,8 @@ from tests.fakes.openai_server import ScriptedOpenAI
 from tests.servers import free_port, running_server
 from tests.test_resume import KillAfter
 
+pytestmark = pytest.mark.slow  # the Docker sandbox
+
 CODE = CodeOptions(max_experiments=3, limits=Limits(memory="1g", cpus=1, timeout=120))
 
 

@@ -119,6 +119,7 @@ def comparisons(tmp_path_factory, churn_frame):
     return out
 
 
+@pytest.mark.slow
 def test_every_proposer_and_seed_is_a_tagged_search_run(comparisons):
     first = comparisons[0]
     arms = first.arms()
@@ -136,6 +137,7 @@ def test_every_proposer_and_seed_is_a_tagged_search_run(comparisons):
     assert [r["seed"] for r in first.requests[:1]] == [SEEDS[0]]  # the seed reaches the server
 
 
+@pytest.mark.slow
 def test_arms_share_the_split_folds_and_budget(comparisons):
     arms = comparisons[0].arms()
     assert len({a.data.tags["holdout"] for a in arms}) == 1  # one sealed holdout (digest)
@@ -177,6 +179,7 @@ def _recompute_arm(cmp: Comparison, arm) -> dict:
             "cost_usd": m.get("llm_cost_usd", 0.0)}
 
 
+@pytest.mark.slow
 def test_report_table_is_recomputed_from_the_runs(comparisons):
     cmp = comparisons[0]
     recomputed = {(r["proposer"], r["seed"]): r for r in map(lambda a: _recompute_arm(cmp, a),
@@ -203,6 +206,7 @@ def test_report_table_is_recomputed_from_the_runs(comparisons):
     assert llm["prompt_tokens"] > 0 and llm["completion_tokens"] == 20 * (BUDGET - 2)
 
 
+@pytest.mark.slow
 def test_comparison_run_holds_the_report(comparisons):
     cmp = comparisons[0]
     run_id = cmp.client.get_run(cmp.report["arms"][0]["run_id"]).data.tags["mlflow.parentRunId"]
@@ -229,6 +233,7 @@ def test_comparison_run_holds_the_report(comparisons):
     assert kind == "custom_model_development"  # the UI opens it on runs, not GenAI views
 
 
+@pytest.mark.slow
 def test_same_seeds_same_table(comparisons):
     first, again = comparisons
     assert first.id != again.id

@@ -20,6 +20,9 @@ from mlflow_agentic.tracking.shared import worker_label
 from tests.conftest import ROOT
 from tests.servers import free_port, postgres
 from tests.test_hardening import mlflow_server
+from tests.waiting import wait_until
+
+pytestmark = pytest.mark.slow  # PostgreSQL, a tracking server and worker processes
 
 CLI = [sys.executable, "-m", "mlflow_agentic"]
 
@@ -179,7 +182,10 @@ def test_a_killed_worker_leaves_its_trial_failed_and_finalize_marks_its_run_kill
     wait_for_attempts(services, "dies", 3, worker)
     study = optuna.load_study(study_name="dies", storage=services.storage)
     held = kill_inside_a_trial(services, worker, study)
-    time.sleep(6)  # its heartbeats stopped: past the 3 s grace, with room for a busy machine
+    shared = SharedStudy("dies", open_storage(services.storage), services.storage)
+    shared.open()
+    # its heartbeats stopped: once past the 3 s grace its trials are no longer running
+    assert wait_until(lambda: not {t.number for t in shared.running_trials()} & set(held), 60)
 
     code, out, err = finish(start(services, "finalize", "dies", churn_csv, "--no-register",
                                   env=beat))
@@ -205,9 +211,11 @@ def test_a_worker_killed_between_ask_and_its_first_heartbeat_does_not_block_fina
     shared.storage.record_heartbeat(beating._trial_id)
     assert {t.number for t in shared.running_trials()} == {orphan.number, beating.number}
 
-    time.sleep(3.5)  # past the grace: the orphan is dead, so is the beating one (stopped)
-    shared.storage.record_heartbeat(beating._trial_id)  # ... unless it still beats
-    assert [t.number for t in shared.running_trials()] == [beating.number]
+    def beat_and_look() -> bool:  # past the grace the orphan is dead; the beating one lives
+        shared.storage.record_heartbeat(beating._trial_id)
+        return [t.number for t in shared.running_trials()] == [beating.number]
+
+    assert wait_until(beat_and_look, 30, step=0.5)
     states = {t.number: t.state for t in shared.study.get_trials()}
     assert states[orphan.number] == TrialState.FAIL
 

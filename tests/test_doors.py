@@ -35,6 +35,7 @@ def cli(uri: str, *args: str):
         mlflow.set_tracking_uri(previous)
 
 
+@pytest.mark.slow
 def test_leaderboard_last_prints_the_searchs_table_in_each_format(searched):
     uri, found = searched
     run_id = found.tracker.parent_run_id
@@ -91,6 +92,7 @@ def test_predict_refuses_what_serving_refuses_with_the_same_message(searched, ch
     assert missing.exit_code == 2 and f"registered: {NAME}" in missing.output
 
 
+@pytest.mark.slow
 def test_ui_serves_the_store_opens_the_search_in_model_training_and_stops_with_the_command(
         searched):
     """``mlflow-agentic ui`` as a user runs it: a real MLflow server on the sqlite store, the

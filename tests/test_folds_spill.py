@@ -14,6 +14,7 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+import pytest
 from sklearn.ensemble import HistGradientBoostingClassifier
 
 from mlflow_agentic.engine import folds as F
@@ -30,6 +31,7 @@ def _folds(dataset, spill: bool) -> F.FoldData:
     return data
 
 
+@pytest.mark.slow
 def test_spilled_folds_are_files_the_workers_map_and_score_the_same(churn_small):
     pool = WorkerPool(2)
     plain, spilled = _folds(churn_small, spill=False), _folds(churn_small, spill=True)

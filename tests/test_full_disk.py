@@ -11,8 +11,11 @@ import sys
 from pathlib import Path
 
 import mlflow
+import pytest
 
 from tests.conftest import CHURN
+
+pytestmark = pytest.mark.slow  # a real, tiny tmpfs filled up
 
 
 @contextlib.contextmanager

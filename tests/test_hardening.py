@@ -29,6 +29,8 @@ from mlflow_agentic.data import Dataset
 from tests.conftest import ROOT
 from tests.servers import free_port, postgres, running_server
 
+pytestmark = pytest.mark.slow  # signals, tracking-server outages, subprocess searches
+
 
 @pytest.fixture(scope="module")
 def frame(churn_frame) -> pd.DataFrame:

@@ -200,6 +200,7 @@ def leak_search(tmp_path_factory, churn_frame):
     return uri, result, tracker, df
 
 
+@pytest.mark.slow
 def test_planted_leak_is_flagged_critical_and_excluded(leak_search):
     uri, result, tracker, df = leak_search
     finding = [f for f in result.briefing.findings if f.column == "RefundIssued"]
@@ -270,6 +271,7 @@ def test_too_good_candidates_are_quarantined_and_never_registered(tracking_uri, 
 
 
 # ---- acceptance 1: the trap benchmark ---------------------------------------------------------
+@pytest.mark.slow
 def test_trap_benchmark_default_seed(tracking_uri):
     from mlflow_agentic.bench.traps import run_bench
 

@@ -8,10 +8,13 @@ from pathlib import Path
 
 import mlflow
 import numpy as np
+import pytest
 
 from mlflow_agentic.tracking.delivery import TraceRefused, deliver_trace, flush_journal, send
 from mlflow_agentic.tracking.journal import JOURNAL_TAG, Journal
 from mlflow_agentic.tracking.store import Retrying
+
+pytestmark = pytest.mark.slow  # a tracking store that refuses a trace
 
 
 def test_a_flush_cut_after_a_record_was_sent_sends_nothing_twice(tracking_uri, tmp_path):

@@ -159,6 +159,7 @@ def test_prompts_carry_no_cell_values(churn_small, server):
     assert "Contract" in prompts  # column names are fine
 
 
+@pytest.mark.slow
 def test_cli_runs_the_llm_proposer_over_http(tracking_uri, server, tmp_path, churn_frame):
     from click.testing import CliRunner
 
@@ -180,6 +181,7 @@ def test_cli_runs_the_llm_proposer_over_http(tracking_uri, server, tmp_path, chu
     assert "shallower trees" in " ".join(runs["tags.rationale"].dropna())
 
 
+@pytest.mark.slow
 def test_an_endpoint_that_fails_for_good_is_said_even_with_quiet(tracking_uri, server,
                                                                  tmp_path, churn_frame):
     from click.testing import CliRunner
@@ -213,6 +215,7 @@ def tracked_llm_search(dataset, server, script, **proposer_kw):
     return result, proposer, tracker
 
 
+@pytest.mark.slow
 def test_tokens_cost_traces_and_recording(tracking_uri, churn_small, server):
     import mlflow
 
@@ -242,6 +245,7 @@ def test_tokens_cost_traces_and_recording(tracking_uri, churn_small, server):
     assert len(lines) == 3 and json.loads(lines[0])["candidate"]["trainer"] == "xgboost"
 
 
+@pytest.mark.slow
 def test_replay_proposes_the_same_candidates_without_network(tracking_uri, churn_small, server):
     from click.testing import CliRunner
 

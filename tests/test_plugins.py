@@ -36,6 +36,7 @@ def test_entry_points_are_declared():
     assert "agentic" in {e.name for e in entry_points(group="mlflow.run_context_provider")}
 
 
+@pytest.mark.slow
 def test_agentic_evaluator_on_a_plain_sklearn_model(tracking_uri):
     result, run = evaluate_plain_model(scripted_frame(600, seed=3))
     m = result.metrics
@@ -51,6 +52,7 @@ def test_agentic_evaluator_on_a_plain_sklearn_model(tracking_uri):
                                          mlflow.MlflowClient().list_artifacts(run.info.run_id)}
 
 
+@pytest.mark.slow
 def test_agentic_evaluator_reports_leakage_and_quarantines(tracking_uri):
     frame = scripted_frame(600, seed=4)
     rng = np.random.default_rng(0)
@@ -85,6 +87,7 @@ def test_run_context_tags_our_runs_and_nothing_else(tracking_uri):
     assert tags["agentic.proposer"] == "optuna"
 
 
+@pytest.mark.slow
 def test_search_runs_carry_the_version_and_search_identity(tracked_search):
     parent = tracked_search.client.get_run(tracked_search.tracker.parent_run_id)
     child = tracked_search.client.get_run(tracked_search.tracker.child_run_ids[1])

@@ -11,6 +11,12 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
+from tests.waiting import wait_until
+
+pytestmark = pytest.mark.slow  # processes killed mid-search
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -59,7 +65,7 @@ def test_sigkill_of_a_search_leaves_no_process_behind(tmp_path):
         workers = children(proc.pid)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(10)
-        time.sleep(15)
+        wait_until(lambda: not any(alive(p) for p in workers), 30)
         survivors = sorted(p for p in workers if alive(p))
         assert survivors == [], [Path(f"/proc/{p}/cmdline").read_bytes()[:120]
                                  for p in survivors]

@@ -66,6 +66,7 @@ def as_challenger(gate, version, **changed_tags):
     return str(new.version)
 
 
+@pytest.mark.slow
 def test_gate_sequence(gate):
     """One registry, in order: first champion, a better challenger, a worse one."""
     # v1 (weak) is @challenger after the first search, v2 (strong) after the second
@@ -103,6 +104,7 @@ def test_gate_sequence(gate):
     assert again.exit_code == 1 and "already @champion" in again.output
 
 
+@pytest.mark.slow
 def test_the_registry_and_the_gate_know_noise(tmp_path, churn_frame):
     """The same search twice registers one version (the second says why not); a challenger
     within the noise of the champion keeps the champion, with the interval printed; a dry run
@@ -205,6 +207,7 @@ def hand_registered(gate, churn_frame, *, run_id: str | None = None) -> str:
     return str(mv.version)
 
 
+@pytest.mark.slow
 def test_a_hand_registered_model_with_copied_evidence_is_refused(gate, churn_frame):
     version = hand_registered(gate, churn_frame)
     result = promote(gate)
@@ -237,6 +240,7 @@ def _has(gate, name):
         return False
 
 
+@pytest.mark.slow
 def test_a_version_not_above_the_trivial_baseline_on_its_holdout_gets_no_alias(
         tracking_uri, churn_frame):
     """CV said 0.518, the sealed holdout 0.458 against a 0.5 baseline: the version is

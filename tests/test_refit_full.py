@@ -25,6 +25,7 @@ def full(tmp_path_factory, churn_frame):
                              ["linear", "hist_gradient_boosting"], refit_full=True)
 
 
+@pytest.mark.slow
 def test_the_served_model_saw_every_labelled_row_and_the_holdouts_model_is_kept(full,
                                                                                churn_frame):
     run, report = full.result.run, full.result.holdout

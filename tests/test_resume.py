@@ -19,6 +19,8 @@ from mlflow_agentic.frontdoor.api import search
 from tests.conftest import ROOT
 from tests.test_hardening import wait_for_finished_attempts
 
+pytestmark = pytest.mark.slow  # searches killed and resumed, in subprocesses
+
 SETTINGS = dict(trainers=["linear", "random_forest"], cv=3, seed=3, max_iterations=5,
                 patience=3, n_jobs=1, portfolio="defaults")  # two starts, then batches of 4
 

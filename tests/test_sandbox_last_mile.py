@@ -11,7 +11,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -19,8 +18,11 @@ import pytest
 from mlflow_agentic.sandbox import DockerSandbox, HostSandbox, Limits
 from mlflow_agentic.sandbox.cleanup import LABEL, OWNER, STAGED_PREFIX, owner_alive
 from mlflow_agentic.sandbox.outputs import read_folder
+from tests.waiting import wait_until
 
 from .test_sandbox import PLAIN, job
+
+pytestmark = pytest.mark.slow  # hostile candidates in the Docker sandbox
 
 SECRET = "root:HOST-SECRET-e3b0c44298fc:19000:0:99999:7:::"
 
@@ -185,16 +187,6 @@ def staged_of(pid: int) -> list[Path]:
     return list(Path(tempfile.gettempdir()).glob(f"{STAGED_PREFIX}{pid}-*"))
 
 
-def wait_until(condition, seconds: float, step: float = 0.25):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(step)
-    return condition()
-
-
 @pytest.fixture
 def search_process(docker_sandbox, tmp_path):
     """A process running two sleeping candidates in containers, as code mode's CV does."""
@@ -227,6 +219,32 @@ def test_w7_ctrl_c_stops_the_containers_at_once(search_process):
         pytest.fail("Ctrl-C waited for the sandbox's timeout")
     assert "KeyboardInterrupt" in search_process.stdout.read()
     assert not owned_by(search_process.pid)
+
+
+class Started:
+    """A container as the Docker SDK returns it: an id, and ``remove(force=True)``."""
+
+    def __init__(self, cid: str) -> None:
+        self.id, self.removed = cid, False
+
+    def remove(self, force: bool = False) -> None:
+        self.removed = force
+
+
+def test_a_container_started_as_ctrl_c_came_is_removed_at_once():
+    """The race behind W7's one failure under load: a thread was between starting its container
+    and registering it when Ctrl-C stopped the others; it then ran to its 300 s limit."""
+    from mlflow_agentic.sandbox.cleanup import Live
+
+    live, running, late = Live(), Started("a"), Started("b")
+    live.add(running)
+    assert live.stop_all() == 1 and running.removed
+    live.add(late)  # registered after the stop: removed, not kept to run
+    assert late.removed and live.stop_all() == 1  # still only the first (its run discards it)
+    live.reopen()  # the next batch of jobs
+    fresh = Started("c")
+    live.add(fresh)
+    assert not fresh.removed
 
 
 def test_the_next_check_removes_what_a_dead_search_left(docker_sandbox, tmp_path):

@@ -11,6 +11,8 @@ import requests
 
 from tests.servers import free_port, running_server
 
+pytestmark = pytest.mark.slow  # mlflow models serve
+
 
 @pytest.fixture
 def served_challenger(tracked_search, tmp_path):

@@ -34,6 +34,8 @@ from mlflow_agentic.trainers import get_trainer, register_trainer, trainer_regis
 from tests.conftest import predicted_without_package, scripted_frame
 from tests.scripted import SCRIPTED, q
 
+pytestmark = pytest.mark.slow  # worker pools and searches sized to measure them
+
 
 # ---- one place decides parallelism ---------------------------------------------------------
 def test_available_cores_follow_the_cgroup_quota_not_cpu_count(tmp_path):

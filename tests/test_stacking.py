@@ -124,6 +124,7 @@ def shrunk_regression(n: int = 400) -> Dataset:
     return Dataset.from_frame(frame, target="y", name="shrunk")
 
 
+@pytest.mark.slow
 def test_a_winning_stack_is_registered_and_serves_without_mlflow_agentic(tracking_uri):
     from mlflow_agentic.frontdoor.orchestrator import run_search
     from mlflow_agentic.tracking import MlflowTracker

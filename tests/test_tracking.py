@@ -148,6 +148,7 @@ def test_a_search_with_no_model_logs_no_holdout_rows_for_a_gate_that_cannot_come
     assert "evaluation/holdout.csv" in artifacts
 
 
+@pytest.mark.slow
 def test_broken_trainer_is_a_failed_child_run(tracking_uri, churn_small, broken_trainer):
     tracker = MlflowTracker(register=False)
     run = AgenticAutoML(SequenceProposer(["linear", broken_trainer, "xgboost"]), cv=3,
@@ -163,6 +164,7 @@ def test_broken_trainer_is_a_failed_child_run(tracking_uri, churn_small, broken_
     assert parent.info.status == "FINISHED" and parent.data.metrics["n_failed"] == 1
 
 
+@pytest.mark.slow
 def test_interrupted_search_ends_its_runs(tracking_uri, churn_small):
     class Interrupting(CandidateProposer):
         def propose_initial(self, dataset, trainers):

@@ -74,6 +74,7 @@ def story(tmp_path_factory, churn_frame) -> Story:
     return Story(uri, result)
 
 
+@pytest.mark.slow
 def test_the_selected_attempt_is_marked_linked_and_holds_the_model(story):
     run, kids = story.result.run, story.children
     best_id = story.selected.info.run_id

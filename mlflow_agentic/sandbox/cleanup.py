@@ -92,15 +92,28 @@ def sweep_staged(only_pid: int | None = None) -> None:
 
 
 class Live:
-    """The containers this process is running, to stop at once when its search ends."""
+    """The containers this process is running, to stop at once when its search ends.
+
+    After ``stop_all`` and until ``reopen``, a container added (one a thread was starting as
+    Ctrl-C came) is removed at once: it would otherwise run to its wall-clock limit."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._containers: dict[str, object] = {}
+        self._stopping = False
+
+    def reopen(self) -> None:
+        """Containers may run again (a new batch of jobs)."""
+        with self._lock:
+            self._stopping = False
 
     def add(self, container) -> None:
         with self._lock:
-            self._containers[container.id] = container
+            if not self._stopping:
+                self._containers[container.id] = container
+                return
+        with contextlib.suppress(Exception):
+            container.remove(force=True)
 
     def discard(self, container) -> None:
         with self._lock:
@@ -109,6 +122,7 @@ class Live:
     def stop_all(self) -> int:
         """Kill every running container of this process (their runs then read nothing)."""
         with self._lock:
+            self._stopping = True
             containers = list(self._containers.values())
         for container in containers:
             with contextlib.suppress(Exception):

@@ -257,6 +257,7 @@ def make_sandbox(allow_host_execution: bool = False, image: str | None = None,
 
 def run_all(sandbox, jobs: Sequence[SandboxJob], parallel: int = 1) -> list[SandboxResult]:
     """Each job in a fresh sandbox, ``parallel`` at a time; results in the jobs' order."""
+    cleanup.LIVE.reopen()
     if parallel <= 1 or len(jobs) <= 1:
         return [sandbox.run(job) for job in jobs]
     pool = ThreadPoolExecutor(min(parallel, len(jobs)))

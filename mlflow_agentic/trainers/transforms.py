@@ -96,7 +96,7 @@ def to_datetime_features(X):
         days = (ts - pd.Timestamp("1970-01-01")).dt.total_seconds() / 86400.0
         out[f"{col}__days"] = days
         out[f"{col}__month"] = ts.dt.month.astype(float)
-        out[f"{col}__dayofweek"] = ts.dt.dayofweek.astype(float)
+        out[f"{col}__dayofweek"] = ts.dt.day_of_week.astype(float)
     return pd.DataFrame(out, index=frame.index)
 
 
