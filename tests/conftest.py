@@ -102,7 +102,8 @@ def docker_sandbox():
 
 @pytest.fixture(autouse=True)
 def journal_dir(tmp_path, monkeypatch) -> Path:
-    """Searches keep their journals under tmp_path (``tracking.journal``), never in the repo."""
+    """Searches keep their journals under tmp_path (``tracking.store.journal``), never in the
+    repository."""
     path = tmp_path / "journal"
     monkeypatch.setenv("MLFLOW_AGENTIC_JOURNAL_DIR", str(path))
     return path

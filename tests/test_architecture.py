@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -69,7 +70,7 @@ def test_transforms_pickled_into_models_import_only_the_scientific_stack():
 
 @pytest.mark.parametrize("name", ["table.py", "report.py", "plots.py"])
 def test_comparison_numbers_and_report_are_computed_without_mlflow(name):
-    """The report is computed from search results; only tracking/comparison.py logs it."""
+    """The report is computed from search results; only tracking/results/comparison.py logs it."""
     imports = imported_roots(PACKAGE / "compare" / name)
     assert "mlflow" not in imports
     assert not any(m.startswith("mlflow_agentic.tracking") for m in imports)
@@ -255,3 +256,86 @@ def test_no_module_imports_itself_back():
                  and modules[i].name != "__init__.py"}
              for m, p in modules.items() if p.name != "__init__.py"}
     assert_acyclic(graph)
+
+
+TRACKING = PACKAGE / "tracking"
+TRACKING_PARTS = sorted(p.name for p in TRACKING.iterdir() if (p / "__init__.py").exists())
+
+
+def test_tracking_is_split_by_concern_each_part_with_a_public_face():
+    assert sorted(p.name for p in TRACKING.glob("*.py")) == ["__init__.py"]
+    assert TRACKING_PARTS == ["live", "registry", "results", "resume", "store"]
+    for part in TRACKING_PARTS:
+        face = ast.parse((TRACKING / part / "__init__.py").read_text())
+        assert ast.get_docstring(face), f"tracking/{part} says in one line what it is"
+        assert any(isinstance(n, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "__all__" for t in n.targets)
+            for n in face.body), f"tracking/{part} names its public face (__all__)"
+
+
+def test_nothing_imports_a_module_of_another_tracking_part():
+    """Outside ``tracking/<part>/`` the part is used through its face (``tracking.<part>``),
+    never through one of its modules."""
+    offenders = []
+    for path in PACKAGE.rglob("*.py"):
+        rel = path.relative_to(PACKAGE).parts
+        home = rel[1] if rel[0] == "tracking" and len(rel) > 2 else None
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and \
+                    node.module.startswith("mlflow_agentic.tracking."):
+                parts = node.module.split(".")
+                if len(parts) > 3 and parts[2] != home:
+                    offenders.append(f"{path.relative_to(PACKAGE)}:{node.lineno} {node.module}")
+    assert offenders == []
+
+
+def layout_blocks() -> dict[str, str]:
+    """docs/architecture.md's package layout: each folder's text (``core/``, and a part's
+    parts, ``tracking/store/``), up to the next folder of the layout."""
+    text = (PACKAGE.parent / "docs" / "architecture.md").read_text()
+    layout = text[text.index("mlflow_agentic/\n"):]
+    layout = layout[:layout.index("```")]
+    blocks: dict[str, str] = {}
+    parent, current = "", None
+    for line in layout.splitlines()[1:]:
+        if line and not line.startswith(" "):
+            break  # the repository's other folders (plugins/, docs/, ...)
+        header = re.match(r"^( {2}| {4})([a-z_]+)/ ", line)
+        if header:
+            name = header.group(2)
+            parent = name if len(header.group(1)) == 2 else parent
+            current = name if len(header.group(1)) == 2 else f"{parent}/{name}"
+            blocks[current] = ""
+        if current is not None:
+            blocks[current] += line + "\n"
+    return blocks
+
+
+WRITTEN = {"candidate", "attempt"}
+"""Files the package writes (code mode's candidate.py, each attempt's attempt.py), not modules."""
+
+
+def test_the_architecture_page_names_every_folder_and_module():
+    """The layout on docs/architecture.md is checked against the tree: every folder has its
+    entry, every module is named in its folder's entry (or its parent's, for a folder without
+    one), and no module named there is missing from the tree."""
+    blocks = layout_blocks()
+    problems = []
+    folders = sorted({p.parent.relative_to(PACKAGE).as_posix() for p in PACKAGE.rglob("*.py")}
+                     - {"."})
+    for folder in folders:
+        entry = folder if folder in blocks else folder.rsplit("/", 1)[0]
+        if entry not in blocks:
+            problems.append(f"{folder}/ has no entry")
+            continue
+        if entry != folder and f"{folder.rsplit('/', 1)[1]}/" not in blocks[entry]:
+            problems.append(f"{folder}/ is not named in {entry}/'s entry")
+        for module in sorted((PACKAGE / folder).glob("*.py")):
+            if module.stem != "__init__" and not re.search(rf"\b{module.stem}\b",
+                                                           blocks[entry]):
+                problems.append(f"{folder}/{module.name} is not named")
+    for entry, words in blocks.items():
+        for named in re.findall(r"\b([a-z_]+)\.py\b", words):
+            if named not in WRITTEN and not list((PACKAGE / entry).rglob(f"{named}.py")):
+                problems.append(f"{entry}/ names {named}.py, which is not there")
+    assert problems == []

@@ -166,7 +166,7 @@ def test_ten_thousand_constant_columns_make_one_short_error():
 def test_a_zero_row_request_gets_an_empty_answer():
     from sklearn.linear_model import LogisticRegression
 
-    from mlflow_agentic.tracking.serving import ServedModel
+    from mlflow_agentic.tracking.registry import ServedModel
 
     X = pd.DataFrame({"a": [0.0, 1.0, 2.0, 3.0]})
     served = ServedModel(LogisticRegression().fit(X, ["n", "y", "n", "y"]), ["n", "y"])

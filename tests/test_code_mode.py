@@ -19,7 +19,7 @@ from mlflow_agentic.core.errors import UserInputError
 from mlflow_agentic.frontdoor.api import search
 from mlflow_agentic.proposers.factory import CodeOptions, LLMOptions
 from mlflow_agentic.sandbox import Limits
-from mlflow_agentic.tracking.serving import ACCEPT_ENV
+from mlflow_agentic.tracking.registry import ACCEPT_ENV
 from tests.fakes.code_team import BROKEN, CHARGES_PER_MONTH, PLAIN, CodeTeam, section
 from tests.fakes.openai_server import ScriptedOpenAI
 from tests.servers import free_port, running_server

@@ -16,7 +16,7 @@ import pytest
 from optuna.trial import TrialState
 
 from mlflow_agentic.distributed.study import SharedStudy, open_storage
-from mlflow_agentic.tracking.shared import worker_label
+from mlflow_agentic.tracking.live import worker_label
 from tests.conftest import ROOT
 from tests.servers import free_port, postgres
 from tests.test_hardening import mlflow_server

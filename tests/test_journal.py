@@ -10,9 +10,15 @@ import mlflow
 import numpy as np
 import pytest
 
-from mlflow_agentic.tracking.delivery import TraceRefused, deliver_trace, flush_journal, send
-from mlflow_agentic.tracking.journal import JOURNAL_TAG, Journal
-from mlflow_agentic.tracking.store import Retrying
+from mlflow_agentic.tracking.store import (
+    JOURNAL_TAG,
+    Journal,
+    Retrying,
+    TraceRefused,
+    deliver_trace,
+    flush_journal,
+    send,
+)
 
 pytestmark = pytest.mark.slow  # a tracking store that refuses a trace
 

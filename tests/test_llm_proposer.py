@@ -257,7 +257,7 @@ def test_replay_proposes_the_same_candidates_without_network(tracking_uri, churn
     server.close()  # no network from here on
     from mlflow_agentic.frontdoor.orchestrator import run_search
     from mlflow_agentic.proposers.llm import LLMProposer as Proposer
-    from mlflow_agentic.tracking.models import load_llm_recording
+    from mlflow_agentic.tracking.registry import load_llm_recording
 
     recording = load_llm_recording(tracker.parent_run_id)
     again = run_search(churn_small, lambda: Proposer.replay(recording), max_iterations=3,

@@ -69,17 +69,18 @@ def test_agentic_evaluator_reports_leakage_and_quarantines(tracking_uri):
 
 def test_run_context_tags_our_runs_and_nothing_else(tracking_uri):
     from mlflow_agentic.core.version import __version__
-    from mlflow_agentic.tracking import context
+    from mlflow_agentic.tracking.live import begin as begin_context
+    from mlflow_agentic.tracking.live import end as end_context
 
     mlflow.set_experiment("plain-runs")
     with mlflow.start_run() as plain:
         pass
-    token = context.begin(search_id="abc123", proposer="optuna")
+    token = begin_context(search_id="abc123", proposer="optuna")
     try:
         with mlflow.start_run() as ours:
             pass
     finally:
-        context.end(token)
+        end_context(token)
     client = mlflow.MlflowClient()
     assert not any(k.startswith("agentic.") for k in client.get_run(plain.info.run_id).data.tags)
     tags = client.get_run(ours.info.run_id).data.tags

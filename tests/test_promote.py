@@ -247,7 +247,7 @@ def test_a_version_not_above_the_trivial_baseline_on_its_holdout_gets_no_alias(
     registered with its evidence, and @challenger does not move to it."""
     from sklearn.linear_model import LogisticRegression
 
-    from mlflow_agentic.tracking import models
+    from mlflow_agentic.tracking.registry import register as register_model
 
     X = churn_frame[["tenure", "MonthlyCharges"]]
     model = LogisticRegression().fit(X, churn_frame["Churn"])
@@ -255,17 +255,17 @@ def test_a_version_not_above_the_trivial_baseline_on_its_holdout_gets_no_alias(
     with mlflow.start_run():
         info = mlflow.sklearn.log_model(model, name="model")
     evidence = {"metric": "roc_auc", "cv_roc_auc": "0.518", "baseline_roc_auc": "0.5"}
-    mv, note = models.register(info.model_uri, "weak", {**evidence, "holdout_roc_auc": "0.458"})
+    mv, note = register_model(info.model_uri, "weak", {**evidence, "holdout_roc_auc": "0.458"})
     assert note.startswith(f"@challenger not moved to version {mv.version}: its sealed-holdout "
                            "roc_auc 0.4580 is not above the trivial baseline 0.5000")
     client = mlflow.MlflowClient()
     assert client.get_registered_model("weak").aliases == {}
     assert client.get_model_version("weak", mv.version).tags["alias_decision"] == note
-    better, note = models.register(info.model_uri, "weak", {**evidence,
+    better, note = register_model(info.model_uri, "weak", {**evidence,
                                                             "holdout_roc_auc": "0.61"})
     assert note == f"@challenger -> version {better.version}"
     # W3: a submitter's choice the holdout contradicts (self-deceived) does not challenge
-    flattered, note = models.register(info.model_uri, "weak", {
+    flattered, note = register_model(info.model_uri, "weak", {
         **evidence, "cv_roc_auc": "0.9593", "holdout_roc_auc": "0.8478", "gap": "0.1115",
         "self_deceived": "true", "selection": "submitter"})
     assert note.startswith(f"@challenger not moved to version {flattered.version}: its "
@@ -277,7 +277,7 @@ def test_a_version_whose_search_run_lost_its_holdout_is_told_to_pass_data(tracki
     """The gate scores on the search's recorded holdout; a run without one is a clear error
     naming the run and ``--data PATH``, not a traceback."""
     from mlflow_agentic.core.errors import UserInputError
-    from mlflow_agentic.tracking.promotion import _evaluation_data
+    from mlflow_agentic.tracking.registry.promotion import _evaluation_data
 
     client = mlflow.MlflowClient()
     run = client.create_run(client.create_experiment("no-holdout")).info.run_id
@@ -313,7 +313,7 @@ def test_w6_a_deeper_forgery_with_edited_run_tags_is_refused_by_the_models_diges
 
 
 def test_a_fresh_holdout_score_unlike_the_recorded_one_is_refused():
-    from mlflow_agentic.tracking.promotion import _score_moved
+    from mlflow_agentic.tracking.registry.promotion import _score_moved
 
     evidence = {"holdout_roc_auc": "0.8543"}
     on_holdout = "holdout of search run abc"

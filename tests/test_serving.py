@@ -48,7 +48,7 @@ def champion(tmp_path_factory, churn_frame):
     import mlflow
 
     from mlflow_agentic.data import Dataset
-    from mlflow_agentic.tracking.promotion import promote
+    from mlflow_agentic.tracking.registry import promote
     from tests.conftest import registered_search
 
     frame = churn_frame.copy()
@@ -160,7 +160,7 @@ def test_an_ensemble_marks_the_columns_its_members_impute_optional(tmp_path, chu
     import numpy as np
 
     from mlflow_agentic.data import Dataset
-    from mlflow_agentic.tracking.models import log_model
+    from mlflow_agentic.tracking.registry import log_model
     from mlflow_agentic.trainers.registry import get_trainer
     from mlflow_agentic.trainers.transforms import WeightedEnsemble
 

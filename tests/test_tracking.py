@@ -208,7 +208,7 @@ def test_an_experiment_kind_the_user_set_is_kept(tracking_uri, churn_frame):
 def test_an_artifact_read_back_leaves_no_copy(tracking_uri, tmp_path):
     """``downloaded`` gives a readable local copy inside the block and removes it after: a
     promotion, a code-mode version or a replay read from the store leaves nothing behind."""
-    from mlflow_agentic.tracking.artifacts import downloaded
+    from mlflow_agentic.tracking.store import downloaded
 
     source = tmp_path / "rows.csv"
     source.write_text("a,b\n1,2\n")

@@ -163,7 +163,7 @@ def test_loading_the_model_on_the_host_is_what_runs_it(hostile, monkeypatch):
     """The control: the payload is real. Loading the registered model in this process (what
     ``mlflow models serve`` does) runs the module body and the unpickling, once accepted
     (``MLFLOW_AGENTIC_ACCEPT_GENERATED_CODE=1``); without it, the load refuses first (W9)."""
-    from mlflow_agentic.tracking.serving import ACCEPT_ENV
+    from mlflow_agentic.tracking.registry import ACCEPT_ENV
 
     monkeypatch.setenv("SECRET_TOKEN", "s3cret-of-the-host")
     monkeypatch.delenv(ACCEPT_ENV, raising=False)

@@ -265,7 +265,7 @@ def test_ties_are_named_with_their_standard_error(story):
 
 
 def test_permutation_importance_finds_the_column_the_model_reads():
-    from mlflow_agentic.tracking.diagnostics import importance
+    from mlflow_agentic.tracking.results import importance
     from tests.conftest import scripted_frame
     from tests.scripted import MixClassifier
 

@@ -134,7 +134,7 @@ def _compare(datasets, options, experiment, tracking_uri, output, quiet) -> None
     from mlflow_agentic.cli.progress import ArmProgress
     from mlflow_agentic.compare import compare
     from mlflow_agentic.compare.report import console_table, proposer_grid, ranking_grid
-    from mlflow_agentic.tracking.comparison import ComparisonTracker
+    from mlflow_agentic.tracking.results import ComparisonTracker
     from mlflow_agentic.tracking.store import current_uri
 
     if "llm" in options.proposers and not options.llm_replay:

@@ -16,8 +16,7 @@ def flush_command(journals: tuple[str, ...], tracking_uri: str | None) -> None:
     the paths its error message gave; default: every journal in .mlflow-agentic/journal, or
     $MLFLOW_AGENTIC_JOURNAL_DIR). Each record is sent once, even after an earlier flush was
     cut; the journal is removed when all of it is in the store."""
-    from mlflow_agentic.tracking.delivery import flush_journal
-    from mlflow_agentic.tracking.journal import Journal, find_journals, journal_dir
+    from mlflow_agentic.tracking.store import Journal, find_journals, flush_journal, journal_dir
 
     paths = list(journals)
     if not paths:  # every journal here, but those of searches still running (theirs to send)

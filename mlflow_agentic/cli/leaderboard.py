@@ -25,7 +25,7 @@ def leaderboard_command(run, fmt, experiment, tracking_uri) -> None:
     search run id, or last (the default): the latest search in the store."""
 
     def work() -> None:
-        from mlflow_agentic.tracking.past import read_search
+        from mlflow_agentic.tracking.results import read_search
         from mlflow_agentic.tracking.store import use_store
 
         use_store(tracking_uri)

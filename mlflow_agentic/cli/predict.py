@@ -32,7 +32,7 @@ def predict_command(model, data, output, keep, encoding, tracking_uri) -> None:
 
         os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
         from mlflow_agentic.data.dataset import read_table
-        from mlflow_agentic.tracking.scoring_rows import model_uri, predict_rows
+        from mlflow_agentic.tracking.registry import model_uri, predict_rows
         from mlflow_agentic.tracking.store import use_store
 
         use_store(tracking_uri)

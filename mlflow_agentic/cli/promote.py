@@ -51,7 +51,7 @@ def promote_command(model, from_alias, to_alias, data, max_gap, min_improvement,
 
         os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
 
-        from mlflow_agentic.tracking.promotion import promote
+        from mlflow_agentic.tracking.registry import promote
         from mlflow_agentic.tracking.store import use_store
 
         use_store(tracking_uri)

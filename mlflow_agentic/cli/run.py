@@ -182,12 +182,12 @@ def _run(state: dict, *, replay, proposer, quiet, kwargs) -> None:
     from mlflow_agentic.cli.progress import RichProgress, RunIdLine
     from mlflow_agentic.core.settings import TrackingOptions
     from mlflow_agentic.frontdoor.api import search
-    from mlflow_agentic.tracking.tracker import tracker_for
+    from mlflow_agentic.tracking.live import tracker_for
 
     if replay:
         if proposer not in ("llm", "optuna"):
             raise UserInputError("--replay replays an LLM search; use it with --proposer llm")
-        from mlflow_agentic.tracking.models import load_llm_recording
+        from mlflow_agentic.tracking.registry import load_llm_recording
 
         proposer = "llm"
         kwargs["llm"].recording = load_llm_recording(replay)  # fails before anything is logged

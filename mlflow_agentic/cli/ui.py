@@ -36,7 +36,7 @@ def ui_command(run, experiment, port, host, no_browser, tracking_uri) -> None:
     stops the server. A tracking server (http://...) serves its own UI: its link is printed."""
 
     def work() -> None:
-        from mlflow_agentic.tracking.past import search_path
+        from mlflow_agentic.tracking.results import search_path
         from mlflow_agentic.tracking.store import current_uri, use_store
 
         use_store(tracking_uri)

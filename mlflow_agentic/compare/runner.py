@@ -34,15 +34,15 @@ from mlflow_agentic.engine.cv import FixedSplits, make_splits
 from mlflow_agentic.frontdoor.orchestrator import SealedTask, SplitOptions, seal, search_sealed
 from mlflow_agentic.proposers.factory import PROPOSERS, LLMOptions, build_proposer
 from mlflow_agentic.tracking import MlflowTracker
-from mlflow_agentic.tracking.comparison import TAG_ID as TAG
-from mlflow_agentic.tracking.comparison import (
+from mlflow_agentic.tracking.registry import load_llm_recording
+from mlflow_agentic.tracking.results import TAG_ID as TAG
+from mlflow_agentic.tracking.results import (
     TAG_SEED,
     ComparisonTracker,
     find_llm_recordings,
     temporary_directory,
     write_json,
 )
-from mlflow_agentic.tracking.models import load_llm_recording
 from mlflow_agentic.trainers import resolve_trainers
 from mlflow_agentic.verify import DeterministicVerifier
 

@@ -252,7 +252,7 @@ class SearchSettings:
     def logged(self) -> dict[str, Any]:
         """Every setting a user sets, as the search run's parameters (``logged_as``; unset:
         ``none``). The engine records what it resolved from them over these (the folds, the
-        metric, the trainers, the pruner): ``tracking.search_run.search_params``."""
+        metric, the trainers, the pruner): ``tracking.live.search_run.search_params``."""
         out: dict[str, Any] = {}
         for f in offered_settings():
             value = getattr(self, f.name)

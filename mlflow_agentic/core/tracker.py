@@ -1,6 +1,6 @@
 """``Tracker``: what the engine and the front door ask of the search's recorder.
 
-The recorder itself (``tracking.MlflowTracker``, built by ``tracking.tracker.tracker_for``)
+The recorder itself (``tracking.MlflowTracker``, built by ``tracking.live.tracker.tracker_for``)
 talks to MLflow; the front door and the command line see only this shape, so a type checker
 catches a caller reaching for anything else. It is also an engine observer (``SearchObserver``
 hooks): the loop reports each attempt to it as it goes.

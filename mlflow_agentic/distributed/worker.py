@@ -21,7 +21,7 @@ from mlflow_agentic.distributed.study import SharedStudy, open_storage
 from mlflow_agentic.engine import AgenticAutoML, EngineeringRun
 from mlflow_agentic.frontdoor.orchestrator import SplitOptions, seal
 from mlflow_agentic.tracking import MlflowTracker
-from mlflow_agentic.tracking.shared import SharedRun, worker_label
+from mlflow_agentic.tracking.live import SharedRun, worker_label
 from mlflow_agentic.tracking.store import check_store
 from mlflow_agentic.trainers import resolve_trainers
 

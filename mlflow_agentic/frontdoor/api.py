@@ -29,9 +29,9 @@ from mlflow_agentic.proposers.factory import (
     check_llm_endpoint,
     load_candidates,
 )
+from mlflow_agentic.tracking.live import tracker_for
 from mlflow_agentic.tracking.resume import LAST, last_unfinished
 from mlflow_agentic.tracking.store import check_names, check_store
-from mlflow_agentic.tracking.tracker import tracker_for
 from mlflow_agentic.trainers import resolve_trainers
 
 

@@ -1,7 +1,7 @@
 """Picklable building blocks that end up inside a logged model.
 
 This module imports only numpy, pandas and scikit-learn, and is pickled *by value* into logged
-models (see ``tracking.models``), so a served model needs no mlflow-agentic install.
+models (see ``tracking.registry.models``), so a served model needs no mlflow-agentic install.
 """
 
 from __future__ import annotations

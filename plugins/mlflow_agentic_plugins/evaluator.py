@@ -17,7 +17,7 @@ class AgenticEvaluator(ModelEvaluator):
 
     def evaluate(self, *, model_type, dataset, run_id, evaluator_config, model=None,
                  extra_metrics=None, custom_artifacts=None, predictions=None, **kwargs):
-        from mlflow_agentic.tracking.evaluation import evaluate_with_agentic
+        from mlflow_agentic.tracking.results import evaluate_with_agentic
 
         return evaluate_with_agentic(model=model, model_type=model_type, dataset=dataset,
                                      run_id=run_id, config=evaluator_config or {},

@@ -1,7 +1,7 @@
 """``MlflowTracker``: one search run per search, one child run per attempt, the best registered.
 
-The recorder (``tracking.recorder``) writes while the search runs; ``finish`` records the
-finished search (``tracking.result``): holdout, leaderboard, model, registration. Used as an
+The recorder (``tracking.live.recorder``) writes while the search runs; ``finish`` records the
+finished search (``tracking.results.result``): holdout, leaderboard, model, registration. Used as an
 engine observer; the orchestrator calls ``finish`` after scoring the holdout.
 """
 
@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from mlflow_agentic.core.settings import RegisterPolicy, TrackingOptions, register_policy
 from mlflow_agentic.core.types import EngineeringRun
-from mlflow_agentic.tracking import models
-from mlflow_agentic.tracking.recorder import AttemptRecorder
-from mlflow_agentic.tracking.result import record_result
+from mlflow_agentic.tracking.live.recorder import AttemptRecorder
+from mlflow_agentic.tracking.registry import DEFAULT_ALIAS
+from mlflow_agentic.tracking.results import record_result
 
 
 class MlflowTracker(AttemptRecorder):
@@ -24,7 +24,7 @@ class MlflowTracker(AttemptRecorder):
     """
 
     def __init__(self, experiment: str | None = None, register_name: str | None = None,
-                 register: RegisterPolicy | bool = "better", alias: str = models.DEFAULT_ALIAS,
+                 register: RegisterPolicy | bool = "better", alias: str = DEFAULT_ALIAS,
                  run_name: str | None = None, tracking_uri: str | None = None,
                  auto_finish: bool = True, log_model: bool = True,
                  tags: dict[str, str] | None = None, say=None,

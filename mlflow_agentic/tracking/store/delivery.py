@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from mlflow_agentic.core.errors import UserInputError
-from mlflow_agentic.tracking.journal import JOURNAL_TAG, TAG_MAX, Journal, journal_dir
+from mlflow_agentic.tracking.store.journal import JOURNAL_TAG, TAG_MAX, Journal, journal_dir
 
 
 def _named(ref: str) -> str:
@@ -160,7 +160,8 @@ def flush_journal(path: str | Path | Journal, tracking_uri: str | None = None,
     search."""
     import mlflow
 
-    from mlflow_agentic.tracking.store import Retrying, check_store
+    from mlflow_agentic.tracking.store.check import check_store
+    from mlflow_agentic.tracking.store.retry import Retrying
 
     journal = path if isinstance(path, Journal) else Journal.open(path)
     head = journal.header

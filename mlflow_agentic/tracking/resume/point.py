@@ -21,7 +21,7 @@ from mlflow_agentic.core.processes import process_alive
 from mlflow_agentic.core.settings import same_on_resume
 from mlflow_agentic.engine.outcome import Outcome
 from mlflow_agentic.engine.restore import Restored
-from mlflow_agentic.tracking.delivery import send_pending
+from mlflow_agentic.tracking.store import send_pending
 
 OUTPUTS_ARTIFACT = "outputs.npz"
 """On each complete attempt's run: ``oof`` (out-of-fold output on the training rows) and, when

@@ -19,9 +19,15 @@ from mlflow_agentic.core import evidence as ev
 from mlflow_agentic.core.settings import register_policy
 from mlflow_agentic.core.types import AttemptRecord, EngineeringRun
 from mlflow_agentic.scoring.holdout import explain_gap
-from mlflow_agentic.tracking import models, versions
-from mlflow_agentic.tracking.artifacts import model_sha256
-from mlflow_agentic.tracking.leaderboard import log_leaderboard
+from mlflow_agentic.tracking.registry import (
+    DEFAULT_ALIAS,
+    against_alias,
+    log_model,
+    version_of_search,
+)
+from mlflow_agentic.tracking.registry import register as register_model
+from mlflow_agentic.tracking.results.leaderboard import log_leaderboard
+from mlflow_agentic.tracking.store import model_sha256
 from mlflow_agentic.trainers.registry import model_requirements
 
 
@@ -36,12 +42,12 @@ class Registration:
 
 def record_result(rec, run: EngineeringRun, report=None, holdout=None, *,
                   register: bool | str = True,
-                  register_name: str | None = None, alias: str = models.DEFAULT_ALIAS,
+                  register_name: str | None = None, alias: str = DEFAULT_ALIAS,
                   log_model: bool = True, deadline: float | None = None,
                   diagnostics: bool = True) -> Registration:
     """Record ``run`` (and its holdout ``report`` and sealed ``holdout`` rows) on the search
     run of ``rec`` (an ``AttemptRecorder``), log and register the model, end the run."""
-    from mlflow_agentic.tracking.profile import profile_html
+    from mlflow_agentic.tracking.results.profile import profile_html
 
     started = time.perf_counter()
     policy = register_policy(register)
@@ -81,11 +87,11 @@ def _log_on_selected(rec, run: EngineeringRun, report, holdout,
     attempt's run: the run the registered version points back to."""
     import mlflow
 
-    from mlflow_agentic.tracking.diagnostics import log_diagnostics
+    from mlflow_agentic.tracking.results.diagnostics import log_diagnostics
 
     best, ctx = run.best_attempt, rec.context
     with rec.attempt_run(best.index) as run_id:
-        info = rec.call("logging the model", models.log_model, run.model, ctx.dataset,
+        info = rec.call("logging the model", log_model, run.model, ctx.dataset,
                         model_requirements(best), name=_model_name(best))
         rec.call("logging the training dataset", mlflow.log_input, rec.dataset_input,
                  context="training")
@@ -94,7 +100,7 @@ def _log_on_selected(rec, run: EngineeringRun, report, holdout,
                                             info.model_uri)}
         scored, scored_id = run.model, info.model_id
         if run.evidence_model is not None:  # refit on all rows: the holdout judged this one
-            evidence = rec.call("logging the model the holdout scored", models.log_model,
+            evidence = rec.call("logging the model the holdout scored", log_model,
                                 run.evidence_model, ctx.dataset, model_requirements(best),
                                 name="holdout-evidence")
             params.update({ev.EVIDENCE_MODEL_URI: evidence.model_uri,
@@ -125,7 +131,7 @@ def _no_better(rec, run: EngineeringRun, holdout, report, register_name: str | N
         return ""
     name = _name(rec, register_name)
     try:
-        found = rec.call("comparing with the registered model", versions.against_alias, name,
+        found = rec.call("comparing with the registered model", against_alias, name,
                          alias, run.evidence_model or run.model, holdout.dataset, run.metric,
                          report.digest)
     except Exception as exc:  # no comparison is no reason to withhold the version
@@ -209,7 +215,7 @@ def _register(rec, run: EngineeringRun, best: AttemptRecord, report, logged: Reg
     if best.candidate.code is not None:
         tags[ev.GENERATED_CODE] = "true"
     version, alias_note = rec.call(
-        "registering the model", models.register, logged.model_uri, name, tags, alias=alias,
+        "registering the model", register_model, logged.model_uri, name, tags, alias=alias,
         description=_version_description(rec, run, report, name),
         model_description=_model_description(name, ctx.dataset, m, alias), existing=earlier)
     return Registration(logged.model_uri, version, alias_note)
@@ -326,7 +332,7 @@ def _record_model(rec, run: EngineeringRun, report, holdout, note: list[str], ta
     if run.model is not None and not log_model:
         note.append("Model not logged (a comparison run: evidence about the proposer).")
     elif run.model is not None:
-        earlier = (models.version_of_search(_name(rec, register_name), rec.parent_run_id,
+        earlier = (version_of_search(_name(rec, register_name), rec.parent_run_id,
                                             selected_id or "")
                    if register and report is not None else None)
         if earlier is not None:  # a resume of a search killed after it registered: reuse it

@@ -1,7 +1,7 @@
 """``AttemptRuns``: one child run per attempt, written through the journal.
 
-Each record goes to disk first (``tracking.journal``) and to the store on the writer's thread
-(``tracking.writer``), so a store that is down costs the search nothing and loses nothing.
+Each record goes to disk first (``tracking.store.journal``) and to the store on the writer's thread
+(``tracking.store.writer``), so a store that is down costs the search nothing and loses nothing.
 """
 
 from __future__ import annotations
@@ -13,15 +13,19 @@ from mlflow_agentic.core import evidence as ev
 from mlflow_agentic.core.types import AttemptRecord, EngineeringRun, SolutionCandidate
 from mlflow_agentic.engine.restore import recorded_value
 from mlflow_agentic.scoring.plot import trainer_colour
-from mlflow_agentic.tracking import context as run_context
-from mlflow_agentic.tracking.connection import Connection
-from mlflow_agentic.tracking.delivery import send
-from mlflow_agentic.tracking.journal import TAG_MAX, Journal
-from mlflow_agentic.tracking.llm_calls import LLMCalls
+from mlflow_agentic.tracking.live import context as run_context
+from mlflow_agentic.tracking.live.llm_calls import LLMCalls
+from mlflow_agentic.tracking.live.search_run import SearchRun
 from mlflow_agentic.tracking.resume import OUTPUTS_ARTIFACT, write_outputs
-from mlflow_agentic.tracking.search_run import SearchRun
-from mlflow_agentic.tracking.store import AGAIN, TrackingUnavailable
-from mlflow_agentic.tracking.writer import BackgroundWriter
+from mlflow_agentic.tracking.store import (
+    AGAIN,
+    TAG_MAX,
+    BackgroundWriter,
+    Connection,
+    Journal,
+    TrackingUnavailable,
+    send,
+)
 
 
 class AttemptRuns:

@@ -17,7 +17,7 @@ import pandas as pd
 from mlflow.models import infer_signature
 
 from mlflow_agentic.core import evidence as ev
-from mlflow_agentic.tracking import serving
+from mlflow_agentic.tracking.registry import serving
 from mlflow_agentic.trainers import stacked, transforms
 
 BASE_REQUIREMENTS = ("mlflow", "scikit-learn", "cloudpickle", "pandas", "numpy", "scipy")
@@ -304,7 +304,7 @@ def load_llm_recording(source: str) -> list[dict]:
 
     from mlflow_agentic.core.errors import UserInputError
     from mlflow_agentic.llm.replay import EXCHANGES_ARTIFACT, read_exchanges
-    from mlflow_agentic.tracking.artifacts import downloaded
+    from mlflow_agentic.tracking.store import downloaded
 
     if Path(source).exists():
         return read_exchanges(source)

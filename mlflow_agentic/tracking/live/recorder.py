@@ -3,8 +3,8 @@
 An engine observer, so the engine never imports mlflow. It composes the parts: the
 ``Connection`` to the store, the ``SearchRun`` (opened, closed), the ``AttemptRuns`` (one child
 run per attempt, through the journal) and their ``LLMCalls``. What happens after the loop
-(holdout, leaderboard, the model, registration) is ``tracking.result``; ``MlflowTracker`` joins
-both.
+(holdout, leaderboard, the model, registration) is ``tracking.results.result``;
+``MlflowTracker`` joins both.
 """
 
 from __future__ import annotations
@@ -17,13 +17,12 @@ from mlflow_agentic.core import evidence as ev
 from mlflow_agentic.core.errors import disk_full
 from mlflow_agentic.core.observer import SearchContext, SearchObserver
 from mlflow_agentic.core.types import AttemptRecord, EngineeringRun, SolutionCandidate
-from mlflow_agentic.tracking.attempt_runs import AttemptRuns
-from mlflow_agentic.tracking.connection import Connection
-from mlflow_agentic.tracking.journal import TAG_MAX
-from mlflow_agentic.tracking.models import quiet_loggers
+from mlflow_agentic.tracking.live.attempt_runs import AttemptRuns
+from mlflow_agentic.tracking.live.search_run import SearchRun
+from mlflow_agentic.tracking.live.shared import SharedRun
+from mlflow_agentic.tracking.registry import quiet_loggers
 from mlflow_agentic.tracking.resume import ResumePoint
-from mlflow_agentic.tracking.search_run import SearchRun
-from mlflow_agentic.tracking.shared import SharedRun
+from mlflow_agentic.tracking.store import TAG_MAX, Connection
 
 
 def _say(line: str) -> None:
@@ -33,7 +32,7 @@ def _say(line: str) -> None:
 class AttemptRecorder(SearchObserver):
     """Records a search as it runs: the search run (parameters, dataset, briefing), one child
     run per attempt, one trace per LLM call; on an error, the runs under way end FAILED or
-    KILLED with the reason. ``record_result`` (``tracking.result``) records the finish.
+    KILLED with the reason. ``record_result`` (``tracking.results.result``) records the finish.
 
     Uses the configured tracking URI (``MLFLOW_TRACKING_URI``, default ``sqlite:///mlflow.db``).
     Under ``mlflow run`` the project's run becomes the search run. Every call goes through

@@ -43,17 +43,17 @@ class ComparisonTracker:
 
     def start(self, name: str, tags: dict[str, str], params: dict[str, object]) -> str:
         """Start a comparison run; under ``mlflow run`` the outermost one is the project's."""
-        from mlflow_agentic.tracking import context
-        from mlflow_agentic.tracking.search_run import mark_model_training
+        from mlflow_agentic.tracking.live import begin as begin_context
+        from mlflow_agentic.tracking.live import mark_model_training, search_tags
 
         self.configure()
-        self._tokens.append(context.begin(comparison_id=tags.get(TAG_ID, "")))
+        self._tokens.append(begin_context(comparison_id=tags.get(TAG_ID, "")))
         run = mlflow.start_run(run_name=name, nested=mlflow.active_run() is not None)
         client = mlflow.MlflowClient()
         given = client.get_run(run.info.run_id).data.params  # project params are immutable
         mlflow.log_params({(k if given.get(k, str(v)) == str(v) else f"resolved.{k}"): v
                            for k, v in params.items()})
-        mlflow.set_tags({"mlflow.runName": name, **context.search_tags(), **tags})
+        mlflow.set_tags({"mlflow.runName": name, **search_tags(), **tags})
         mark_model_training(client, run.info.experiment_id)
         return run.info.run_id
 
@@ -95,11 +95,11 @@ class ComparisonTracker:
         mlflow.set_tag("mlflow.note.content", note)
 
     def end(self, status: str = "FINISHED") -> None:
-        from mlflow_agentic.tracking import context
+        from mlflow_agentic.tracking.live import end as end_context
 
         mlflow.end_run(status=status)
         if self._tokens:
-            context.end(self._tokens.pop())
+            end_context(self._tokens.pop())
 
 
 def write_json(path: Path, data) -> Path:

@@ -17,8 +17,8 @@ from mlflow.models import infer_signature
 from mlflow_agentic.core.observer import SearchContext
 from mlflow_agentic.core.processes import process_alive
 from mlflow_agentic.data.split import frame_digest
-from mlflow_agentic.tracking import context as run_context
-from mlflow_agentic.tracking import models
+from mlflow_agentic.tracking.live import context as run_context
+from mlflow_agentic.tracking.registry import schema_sample
 
 
 def dataset_source(ds):
@@ -30,7 +30,7 @@ def dataset_source(ds):
                                          targets=ds.target, name=ds.name,
                                          digest=frame_digest(ds.frame)[:8])
         # `schema` is a cached property inferred from every value; settle it on a sample
-        source.__dict__["schema"] = infer_signature(models.schema_sample(ds.frame)).inputs
+        source.__dict__["schema"] = infer_signature(schema_sample(ds.frame)).inputs
     return source
 
 

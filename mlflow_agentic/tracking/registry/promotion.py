@@ -23,9 +23,9 @@ from mlflow_agentic.data.split import frame_digest
 from mlflow_agentic.scoring.external import ExternalEvaluation, evaluate_predictions
 from mlflow_agentic.scoring.paired import Outputs, paired_bootstrap
 from mlflow_agentic.scoring.promotion import DEFAULT_MAX_GAP, Decision, decide
-from mlflow_agentic.tracking.artifacts import downloaded
-from mlflow_agentic.tracking.provenance import provenance
-from mlflow_agentic.tracking.versions import version_outputs
+from mlflow_agentic.tracking.registry.provenance import provenance
+from mlflow_agentic.tracking.registry.versions import version_outputs
+from mlflow_agentic.tracking.store import downloaded
 
 HOLDOUT_ARTIFACT = ev.HOLDOUT_ARTIFACT
 SCORE_TOLERANCE = 1e-3
@@ -143,7 +143,7 @@ def _untrusted(origin, evidence: dict, accept_generated_code: bool, version) -> 
 def _other_model(model: str, version, evidence: dict) -> list[str]:
     """Why the version's files are not the model its search logged ([] when they are): the
     digest recorded as a param of the attempt run when the model was logged."""
-    from mlflow_agentic.tracking.artifacts import model_sha256
+    from mlflow_agentic.tracking.store import model_sha256
 
     recorded = evidence.get(ev.MODEL_SHA256)
     if not recorded:

@@ -9,7 +9,7 @@ metrics keep the timestamps they were taken with (the store drops exact duplicat
 
 One JSON object per line: a header (the search run, the store, the command), then records
 (``seq``, ``op``) and ``done`` marks. Outputs arrays sit next to it in ``<name>.files/``. This
-module is the disk side only; ``tracking.delivery`` writes the records to the store.
+module is the disk side only; ``tracking.store.delivery`` writes the records to the store.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ import json
 
 from mlflow.tracing.constant import SpanAttributeKey
 
-from mlflow_agentic.tracking.delivery import TraceRefused, deliver_trace
+from mlflow_agentic.tracking.store import TraceRefused, deliver_trace
 
 
 class LLMCalls:

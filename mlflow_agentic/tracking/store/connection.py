@@ -13,8 +13,8 @@ from collections.abc import Callable
 
 import mlflow
 
-from mlflow_agentic.tracking.delivery import log_batch
-from mlflow_agentic.tracking.store import Retrying, RetryingClient
+from mlflow_agentic.tracking.store.delivery import log_batch
+from mlflow_agentic.tracking.store.retry import Retrying, RetryingClient
 
 
 class Connection:

@@ -14,8 +14,8 @@ import pandas as pd
 from mlflow_agentic.core import evidence as ev
 from mlflow_agentic.core.errors import UserInputError
 from mlflow_agentic.scoring.paired import Outputs
-from mlflow_agentic.tracking.artifacts import downloaded
-from mlflow_agentic.tracking.evaluation import model_outputs
+from mlflow_agentic.tracking.results import model_outputs
+from mlflow_agentic.tracking.store import downloaded
 
 
 def version_outputs(model: str, mv, X: pd.DataFrame, model_type: str,
@@ -42,7 +42,7 @@ def scored_uri(model: str, mv, own_holdout: bool) -> str:
     """What judges version ``mv``: the version itself; or, on its search's own holdout, for a
     version refit on training + holdout rows, the model that holdout scored (logged beside it,
     its digest a param of the same run, checked here)."""
-    from mlflow_agentic.tracking.artifacts import model_sha256
+    from mlflow_agentic.tracking.store import model_sha256
 
     if own_holdout and mv.run_id:
         params = mlflow.MlflowClient().get_run(mv.run_id).data.params

@@ -1,7 +1,7 @@
 """``SearchRun``: the search's own run, opened and closed.
 
 Created new (nested under the caller's run, or ``mlflow run``'s project run), reopened
-(``--resume``), or joined (a worker of a shared study: ``tracking.lifecycle``); its parameters,
+(``--resume``), or joined (a worker of a shared study: ``tracking.live.lifecycle``); its parameters,
 dataset, columns and briefing recorded; ended FINISHED, or FAILED / KILLED with the reason.
 """
 
@@ -20,11 +20,11 @@ from mlflow.utils.mlflow_tags import MLFLOW_DATASET_CONTEXT
 
 from mlflow_agentic.core.observer import SearchContext
 from mlflow_agentic.data.split import frame_digest
-from mlflow_agentic.tracking import context as run_context
-from mlflow_agentic.tracking import lifecycle, views
-from mlflow_agentic.tracking.connection import Connection
+from mlflow_agentic.tracking.live import context as run_context
+from mlflow_agentic.tracking.live import lifecycle, views
+from mlflow_agentic.tracking.live.shared import SharedRun
 from mlflow_agentic.tracking.resume import DIGEST_TAG, ResumePoint
-from mlflow_agentic.tracking.shared import SharedRun
+from mlflow_agentic.tracking.store import Connection
 
 EXPERIMENT_KIND = "mlflow.experimentKind"
 MODEL_TRAINING = "custom_model_development"
@@ -215,7 +215,7 @@ class SearchRun:
 
     def runs_link(self) -> str:
         """This search's attempts in the MLflow UI, as a view the UI itself shares
-        (``tracking.views``); written once."""
+        (``tracking.live.views``); written once."""
         view = views.view_state(self.run_id, self.context.metric)
         if self.view_shared is None:
             self.view_shared = views.share_view(self.conn.client, self.experiment_id,

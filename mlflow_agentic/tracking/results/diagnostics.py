@@ -23,7 +23,7 @@ from mlflow.pyfunc import PyFuncModel
 
 from mlflow_agentic.core.metrics import METRICS
 from mlflow_agentic.engine.folds import model_output, score_output
-from mlflow_agentic.tracking.models import quiet_loggers
+from mlflow_agentic.tracking.registry import quiet_loggers
 
 IMPORTANCE_REPEATS = 3
 IMPORTANCE_ROWS = 5000

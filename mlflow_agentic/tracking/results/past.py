@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from mlflow_agentic.core.errors import UserInputError
-from mlflow_agentic.tracking.artifacts import downloaded
+from mlflow_agentic.tracking.store import downloaded
 
 LAST = "last"
 
@@ -95,7 +95,7 @@ def search_path(run: str, experiment: str | None = None) -> str:
     import mlflow
 
     from mlflow_agentic.core.metrics import resolve_metric
-    from mlflow_agentic.tracking import views
+    from mlflow_agentic.tracking.live import SHARED_VIEW, runs_path
 
     run_id = latest_search(experiment) if run == LAST else run
     client = mlflow.MlflowClient()
@@ -112,5 +112,5 @@ def search_path(run: str, experiment: str | None = None) -> str:
         ascending = False
     view = {"searchFilter": f"tags.`mlflow.parentRunId` = '{run_id}'",
             "orderByKey": f"metrics.`cv_{metric}`", "orderByAsc": ascending}
-    return views.runs_path(experiment_id, run_id, view,
-                           shared=f"{views.SHARED_VIEW}{run_id}" in tags)
+    return runs_path(experiment_id, run_id, view,
+                           shared=f"{SHARED_VIEW}{run_id}" in tags)

@@ -1,0 +1,96 @@
+"""The store and durability: which store (uri), its names (names) and checks (check), calls retried
+while it does not answer (retry), the connection a search holds, records journaled on disk until
+the store has them (journal), delivered once (delivery) by a background writer (writer),
+artifacts read back (artifacts).
+
+Its public face: the names other parts use, imported lazily (MLflow loads on first use)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from mlflow_agentic.core.lazy import lazy_getattr
+
+_EXPORTS = {
+    "AGAIN": "mlflow_agentic.tracking.store.retry",
+    "BackgroundWriter": "mlflow_agentic.tracking.store.writer",
+    "Connection": "mlflow_agentic.tracking.store.connection",
+    "JOURNAL_TAG": "mlflow_agentic.tracking.store.journal",
+    "Journal": "mlflow_agentic.tracking.store.journal",
+    "Retrying": "mlflow_agentic.tracking.store.retry",
+    "TAG_MAX": "mlflow_agentic.tracking.store.journal",
+    "TraceRefused": "mlflow_agentic.tracking.store.delivery",
+    "TrackingUnavailable": "mlflow_agentic.tracking.store.retry",
+    "check_names": "mlflow_agentic.tracking.store.names",
+    "check_store": "mlflow_agentic.tracking.store.check",
+    "current_uri": "mlflow_agentic.tracking.store.uri",
+    "deleted_while_running": "mlflow_agentic.tracking.store.retry",
+    "deliver_trace": "mlflow_agentic.tracking.store.delivery",
+    "downloaded": "mlflow_agentic.tracking.store.artifacts",
+    "find_journals": "mlflow_agentic.tracking.store.journal",
+    "flush_journal": "mlflow_agentic.tracking.store.delivery",
+    "journal_dir": "mlflow_agentic.tracking.store.journal",
+    "model_sha256": "mlflow_agentic.tracking.store.artifacts",
+    "project_run": "mlflow_agentic.tracking.store.uri",
+    "restore_command": "mlflow_agentic.tracking.store.retry",
+    "send": "mlflow_agentic.tracking.store.delivery",
+    "send_pending": "mlflow_agentic.tracking.store.delivery",
+    "use_store": "mlflow_agentic.tracking.store.uri",
+}
+__all__ = [
+    "AGAIN",
+    "BackgroundWriter",
+    "Connection",
+    "JOURNAL_TAG",
+    "Journal",
+    "Retrying",
+    "TAG_MAX",
+    "TraceRefused",
+    "TrackingUnavailable",
+    "check_names",
+    "check_store",
+    "current_uri",
+    "deleted_while_running",
+    "deliver_trace",
+    "downloaded",
+    "find_journals",
+    "flush_journal",
+    "journal_dir",
+    "model_sha256",
+    "project_run",
+    "restore_command",
+    "send",
+    "send_pending",
+    "use_store",
+]
+
+if TYPE_CHECKING:
+    from mlflow_agentic.tracking.store.artifacts import downloaded, model_sha256
+    from mlflow_agentic.tracking.store.check import check_store
+    from mlflow_agentic.tracking.store.connection import Connection
+    from mlflow_agentic.tracking.store.delivery import (
+        TraceRefused,
+        deliver_trace,
+        flush_journal,
+        send,
+        send_pending,
+    )
+    from mlflow_agentic.tracking.store.journal import (
+        JOURNAL_TAG,
+        TAG_MAX,
+        Journal,
+        find_journals,
+        journal_dir,
+    )
+    from mlflow_agentic.tracking.store.names import check_names
+    from mlflow_agentic.tracking.store.retry import (
+        AGAIN,
+        Retrying,
+        TrackingUnavailable,
+        deleted_while_running,
+        restore_command,
+    )
+    from mlflow_agentic.tracking.store.uri import current_uri, project_run, use_store
+    from mlflow_agentic.tracking.store.writer import BackgroundWriter
+
+__getattr__ = lazy_getattr(__name__, _EXPORTS)
