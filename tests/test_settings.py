@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import re
 from pathlib import Path
 
 import pytest
@@ -60,17 +61,47 @@ def test_the_mlproject_entry_points_are_the_generated_ones(name):
     assert entry_block(text, name) == mlproject_entry(name, COMMANDS[name])
 
 
-@pytest.mark.parametrize("command, name", [
-    (command, name) for command in ("compare", "worker") for name in ("trainers", "cv", "metric",
-                                                                       "margin")]
-    + [("worker", "seed"), ("worker", "n_jobs"), ("worker", "prune"),
-       ("finalize", "selection"), ("finalize", "n_jobs")])
-def test_other_commands_offer_a_setting_as_run_does(command, name):
+SAID_OTHERWISE = {("compare", "time_budget"): "wall seconds per proposer and seed, not per search"}
+
+
+def test_no_command_declares_a_search_setting_of_its_own():
+    """Every command's option named as a search setting is the generated one (flag, help,
+    default): compare, worker and finalize take theirs from the same declarations as run."""
     from mlflow_agentic.cli import main
 
-    other = {p.name: p for p in main.commands[command].params}[name]
-    mine = OPTIONS[name]
-    assert (other.opts, other.default, other.help) == (mine.opts, mine.default, mine.help)
+    fields = {f.name for f in offered()}
+    seen = []
+    for name, command in main.commands.items():
+        for param in getattr(command, "params", []):
+            if param.name in fields and (name, param.name) not in SAID_OTHERWISE:
+                mine = OPTIONS[param.name]
+                assert (param.opts, param.default, param.help) == \
+                    (mine.opts, mine.default, mine.help), (name, param.name)
+                seen.append((name, param.name))
+    assert {c for c, _ in seen} >= {"run", "compare", "worker", "finalize"}
+
+
+def test_the_shared_options_are_declared_once():
+    """--tracking-uri, --experiment and the LLM's options come from cli.options everywhere."""
+    source = "\n".join(p.read_text() for p in (ROOT / "mlflow_agentic" / "cli").glob("*.py")
+                       if p.name != "options.py")
+    for flag in ("--tracking-uri", "--llm-model", "--llm-base-url", "--max-cost-usd"):
+        assert f'"{flag}"' not in source, flag
+
+
+@pytest.mark.parametrize("make, words", [
+    (lambda: __import__("mlflow_agentic.frontdoor.orchestrator", fromlist=["x"]).SplitOptions(
+        holdout_fraction=0.7), "holdout fraction must be in (0, 0.5]"),
+    (lambda: __import__("mlflow_agentic.proposers.factory", fromlist=["x"]).LLMOptions(
+        max_cost_usd=-1.0), "max cost -1.0"),
+    (lambda: __import__("mlflow_agentic.proposers.factory", fromlist=["x"]).CodeOptions(
+        max_experiments=0), "max experiments 0"),
+    (lambda: __import__("mlflow_agentic.core.settings", fromlist=["x"]).TrackingOptions(
+        register="sometimes"), "unknown policy"),
+], ids=["split", "llm", "code", "tracking"])
+def test_every_options_object_checks_itself_when_made(make, words):
+    with pytest.raises(UserInputError, match=re.escape(words)):
+        make()
 
 
 def test_search_declares_no_setting_of_its_own():

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import click
 
-from mlflow_agentic.cli.options import WholeNumber, blank_to_none
+from mlflow_agentic.cli.options import (
+    WholeNumber,
+    tracking_uri_option,
+)
 
 
 @click.group("bench")
@@ -17,8 +20,7 @@ def bench() -> None:
               help="Seed for the generated tasks, splits and proposers.")
 @click.option("--experiment", default="bench-traps", show_default=True,
               help="MLflow experiment for the task runs (one parent run per task).")
-@click.option("--tracking-uri", callback=blank_to_none,
-              help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI or sqlite:///mlflow.db).")
+@tracking_uri_option()
 def bench_traps(seed, experiment, tracking_uri) -> None:
     """Six generated churn-like tasks, five with a planted trap (post-outcome leak, time order,
     groups, near-duplicates, class imbalance) and a clean control: which traps the search

@@ -12,10 +12,13 @@ from mlflow_agentic.cli.options import (
     blank_to_none,
     encoding_option,
     exit_on_user_error,
+    experiment_option,
+    llm_options,
     optional_float,
     split_from,
     split_list,
     split_options,
+    tracking_uri_option,
 )
 from mlflow_agentic.cli.settings import setting_option
 from mlflow_agentic.core.errors import UserInputError
@@ -48,20 +51,13 @@ DATA_SUFFIXES = (".csv", ".parquet", ".pq")
 @click.option("--candidates", callback=blank_to_none, type=click.Path(),
               help="JSON list of {trainer, params} for the sequence proposer (default: every "
                    "trainer at its defaults).")
-@click.option("--llm-model", callback=blank_to_none,
-              help="Model for the llm proposer (default: $MLFLOW_AGENTIC_LLM_MODEL).")
-@click.option("--llm-base-url", callback=blank_to_none,
-              help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL, else OpenAI).")
-@click.option("--max-cost-usd", default=None, callback=optional_float,
-              help="Cost cap per LLM search (proposer x seed).")
+@llm_options
 @click.option("--llm-replay", callback=blank_to_none,
               help="Comparison id whose recorded LLM answers to replay, seed by seed: no "
                    "network, the same LLM proposals.")
-@click.option("--experiment", callback=blank_to_none,
-              help="MLflow experiment (default: <data stem>-compare, or agentic-compare for "
+@experiment_option("MLflow experiment (default: <data stem>-compare, or agentic-compare for "
                    "several datasets).")
-@click.option("--tracking-uri", callback=blank_to_none,
-              help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI or sqlite:///mlflow.db).")
+@tracking_uri_option()
 @click.option("--output", callback=blank_to_none, type=click.Path(file_okay=False),
               help="Also write the report (Markdown, HTML, PNG, JSON) to this directory.")
 @split_options

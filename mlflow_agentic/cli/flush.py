@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import click
 
-from mlflow_agentic.cli.options import blank_to_none, exit_on_user_error, say_note
+from mlflow_agentic.cli.options import (
+    exit_on_user_error,
+    say_note,
+    tracking_uri_option,
+)
 
 
 @click.command("flush")
 @click.argument("journals", nargs=-1, type=click.Path(dir_okay=False))
-@click.option("--tracking-uri", callback=blank_to_none,
-              help="Send to this store instead of the one each journal names.")
+@tracking_uri_option("Send to this store instead of the one each journal names.")
 def flush_command(journals: tuple[str, ...], tracking_uri: str | None) -> None:
     """Send the records a search kept on disk while its tracking store was down (JOURNALS:
     the paths its error message gave; default: every journal in .mlflow-agentic/journal, or

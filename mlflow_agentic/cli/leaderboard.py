@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import click
 
-from mlflow_agentic.cli.options import blank_to_none, exit_on_user_error
+from mlflow_agentic.cli.options import (
+    exit_on_user_error,
+    experiment_option,
+    tracking_uri_option,
+)
 
 SHOWN = ("rank", "run_name", "status", "selected", "tie")
 """The table format's leading columns; the CV, holdout and gap columns follow by metric."""
@@ -15,10 +19,8 @@ SHOWN = ("rank", "run_name", "status", "selected", "tie")
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table",
               show_default=True, help="table: the main columns for a terminal; csv and json: "
                                       "every column of leaderboard.csv.")
-@click.option("--experiment", callback=blank_to_none,
-              help="With last: the latest search of this experiment (default: of any).")
-@click.option("--tracking-uri", callback=blank_to_none,
-              help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI or sqlite:///mlflow.db).")
+@experiment_option("With last: the latest search of this experiment (default: of any).")
+@tracking_uri_option()
 def leaderboard_command(run, fmt, experiment, tracking_uri) -> None:
     """Print a past search's leaderboard: every attempt best first, with its verdict, CV and
     holdout scores and gap, as the search logged it (leaderboard.csv on its run). RUN is a

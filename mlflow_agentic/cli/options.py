@@ -99,6 +99,36 @@ def split_list(value):
     return [v.strip() for v in str(value).replace(" ", ",").split(",") if v.strip()] or None
 
 
+TRACKING_URI_HELP = "MLflow tracking URI (default: $MLFLOW_TRACKING_URI or sqlite:///mlflow.db)."
+
+
+def tracking_uri_option(help: str = TRACKING_URI_HELP) -> Callable:
+    """``--tracking-uri``, declared once for every command that reads or writes a store."""
+    return click.option("--tracking-uri", callback=blank_to_none, help=help)
+
+
+def experiment_option(help: str) -> Callable:
+    """``--experiment``, declared once (each command says what its default is)."""
+    return click.option("--experiment", callback=blank_to_none, help=help)
+
+
+def llm_options(command: Callable) -> Callable:
+    """How to reach the LLM (``LLMOptions``): the same for run and compare."""
+    for option in reversed((
+        click.option("--llm-model", callback=blank_to_none,
+                     help="Model for --proposer llm or code (default: "
+                          "$MLFLOW_AGENTIC_LLM_MODEL)."),
+        click.option("--llm-base-url", callback=blank_to_none,
+                     help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1 "
+                          "(default: $OPENAI_BASE_URL, else OpenAI). Key: $OPENAI_API_KEY."),
+        click.option("--max-cost-usd", default=None, callback=optional_float,
+                     help="Stop an LLM search when its next call would exceed this estimated "
+                          "cost (compare: per proposer and seed)."),
+    )):
+        command = option(command)
+    return command
+
+
 encoding_option = click.option(
     "--encoding", callback=blank_to_none,
     help="Text encoding of a CSV file, e.g. latin-1 [default: UTF-8, else detected].")

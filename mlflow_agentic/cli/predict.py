@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import click
 
-from mlflow_agentic.cli.options import blank_to_none, encoding_option, exit_on_user_error
+from mlflow_agentic.cli.options import (
+    blank_to_none,
+    encoding_option,
+    exit_on_user_error,
+    tracking_uri_option,
+)
 
 
 @click.command("predict")
@@ -17,8 +22,7 @@ from mlflow_agentic.cli.options import blank_to_none, encoding_option, exit_on_u
 @click.option("--keep", callback=blank_to_none,
               help="An input column to carry into the output, first (an ID).")
 @encoding_option
-@click.option("--tracking-uri", callback=blank_to_none,
-              help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI or sqlite:///mlflow.db).")
+@tracking_uri_option()
 def predict_command(model, data, output, keep, encoding, tracking_uri) -> None:
     """Predict the rows of --data with MODEL: a registered model (NAME: its @champion, else its
     @challenger; NAME@ALIAS; NAME/VERSION), a models:/ or runs:/ URI, or a run id (a search's:

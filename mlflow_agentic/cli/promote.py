@@ -6,7 +6,12 @@ import sys
 
 import click
 
-from mlflow_agentic.cli.options import blank_to_none, exit_on_user_error, gap_threshold
+from mlflow_agentic.cli.options import (
+    blank_to_none,
+    exit_on_user_error,
+    gap_threshold,
+    tracking_uri_option,
+)
 
 EXIT_REFUSED = 1
 
@@ -33,8 +38,7 @@ EXIT_REFUSED = 1
               help="Allow promoting a code-mode version, whose loading runs LLM-written code "
                    "(recorded on the version with who and when). Serve such a model inside a "
                    "container.")
-@click.option("--tracking-uri", callback=blank_to_none,
-              help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI or sqlite:///mlflow.db).")
+@tracking_uri_option()
 def promote_command(model, from_alias, to_alias, data, max_gap, min_improvement, dry_run,
                     accept_generated_code, tracking_uri) -> None:
     """Promote MODEL@challenger to @champion if the runs of its search vouch for it (its

@@ -15,11 +15,13 @@ from mlflow_agentic.cli.options import (
     code_options,
     encoding_option,
     exit_on_user_error,
-    optional_float,
+    experiment_option,
+    llm_options,
     process_started,
     say_note,
     split_from,
     split_options,
+    tracking_uri_option,
 )
 from mlflow_agentic.cli.settings import pop_settings, settings_options
 from mlflow_agentic.core.errors import UserInputError
@@ -57,21 +59,13 @@ from mlflow_agentic.proposers.factory import PROPOSERS, LLMOptions
 @click.option("--no-diagnostics", is_flag=True,
               help="Skip the selected model's holdout diagnostics (MLflow's evaluator plots, "
                    "holdout predictions, permutation importance; ~10 s on churn).")
-@click.option("--experiment", callback=blank_to_none,
-              help="MLflow experiment (default: <data file stem>-agentic).")
+@experiment_option("MLflow experiment (default: <data file stem>-agentic).")
 @click.option("--candidates", callback=blank_to_none, type=click.Path(),
               help="JSON list of {trainer, params} for --proposer sequence.")
 @click.option("--optuna-storage", callback=blank_to_none,
               help="Optuna storage URL to share one study between processes.")
-@click.option("--tracking-uri", callback=blank_to_none,
-              help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI or sqlite:///mlflow.db).")
-@click.option("--llm-model", callback=blank_to_none,
-              help="Model for --proposer llm or code (default: $MLFLOW_AGENTIC_LLM_MODEL).")
-@click.option("--llm-base-url", callback=blank_to_none,
-              help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1 "
-                   "(default: $OPENAI_BASE_URL, else OpenAI). Key: $OPENAI_API_KEY.")
-@click.option("--max-cost-usd", default=None, callback=optional_float,
-              help="Stop the search when the next LLM call would exceed this estimated cost.")
+@tracking_uri_option()
+@llm_options
 @click.option("--replay", callback=blank_to_none,
               help="Re-run an LLM search from its recorded answers (a run id or a "
                    "llm_exchanges.jsonl path): no network.")

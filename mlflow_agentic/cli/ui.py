@@ -12,7 +12,11 @@ import urllib.request
 import click
 
 from mlflow_agentic.cli.foreground import foreground
-from mlflow_agentic.cli.options import blank_to_none, exit_on_user_error
+from mlflow_agentic.cli.options import (
+    exit_on_user_error,
+    experiment_option,
+    tracking_uri_option,
+)
 from mlflow_agentic.core.errors import UserInputError
 
 START_SECONDS = 90.0
@@ -22,14 +26,12 @@ START_SECONDS = 90.0
 @click.command("ui")
 @click.option("--run", "run", default="last", show_default=True, metavar="RUN_ID|last",
               help="The search to open: a search run id, or the latest search in the store.")
-@click.option("--experiment", callback=blank_to_none,
-              help="With last: the latest search of this experiment (default: of any).")
+@experiment_option("With last: the latest search of this experiment (default: of any).")
 @click.option("--port", type=click.IntRange(1, 65535), default=5000, show_default=True)
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Where the UI listens (127.0.0.1: this machine only).")
 @click.option("--no-browser", is_flag=True, help="Print the link; do not open a browser.")
-@click.option("--tracking-uri", callback=blank_to_none,
-              help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI or sqlite:///mlflow.db).")
+@tracking_uri_option()
 def ui_command(run, experiment, port, host, no_browser, tracking_uri) -> None:
     """Start MLflow's UI on the tracking store (the embedded sqlite:///mlflow.db when nothing is
     set) and open the search's attempts, best CV first, in the Model training view. Ctrl-C

@@ -10,9 +10,11 @@ from mlflow_agentic.cli.options import (
     blank_to_none,
     encoding_option,
     exit_on_user_error,
+    experiment_option,
     say_note,
     split_from,
     split_options,
+    tracking_uri_option,
 )
 from mlflow_agentic.cli.settings import setting_option
 
@@ -23,10 +25,9 @@ storage_option = click.option(
     help="Optuna RDB storage URL shared by the workers, e.g. "
          "postgresql+psycopg2://user@db:5432/optuna ($MLFLOW_AGENTIC_STORAGE). sqlite is "
          "refused for more than one worker.")
-tracking_option = click.option(
-    "--tracking-uri", callback=blank_to_none,
-    help="MLflow tracking server every worker logs to (default: $MLFLOW_TRACKING_URI or "
-         "sqlite:///mlflow.db for one machine).")
+tracking_option = tracking_uri_option(
+    "MLflow tracking server every worker logs to (default: $MLFLOW_TRACKING_URI or "
+    "sqlite:///mlflow.db for one machine).")
 
 
 @click.command("worker")
@@ -45,8 +46,7 @@ tracking_option = click.option(
 @setting_option("margin")
 @setting_option("prune")
 @setting_option("portfolio")
-@click.option("--experiment", callback=blank_to_none,
-              help="MLflow experiment (default: <data file stem>-agentic).")
+@experiment_option("MLflow experiment (default: <data file stem>-agentic).")
 @click.option("--finalize", "finalize_last", is_flag=True,
               help="The last worker to finish (no trial still running) finalizes the search, "
                    "once: no separate finalize command needed.")

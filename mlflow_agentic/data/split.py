@@ -117,6 +117,13 @@ def parse_time(series: pd.Series, column: str) -> pd.Series:
     return (parsed - pd.Timestamp("1970-01-01")).dt.total_seconds()
 
 
+def check_holdout_fraction(fraction: float) -> None:
+    """The share of rows sealed as the holdout: in (0, 0.5]."""
+    if isinstance(fraction, bool) or not (isinstance(fraction, (int, float))
+                                           and 0 < fraction <= 0.5):
+        raise UserInputError(f"holdout fraction must be in (0, 0.5], got {fraction!r}")
+
+
 def _checked(dataset: Dataset, time_column, group_column, holdout_fraction,
              post_outcome_columns) -> float:
     """The split's options checked against the data; the holdout fraction resolved."""
@@ -138,8 +145,7 @@ def _checked(dataset: Dataset, time_column, group_column, holdout_fraction,
     fraction = holdout_fraction
     if fraction is None:
         fraction = GROUP_FRACTION if group_column else DEFAULT_FRACTION
-    if not (isinstance(fraction, (int, float)) and 0 < fraction <= 0.5):
-        raise UserInputError(f"holdout fraction must be in (0, 0.5], got {fraction!r}")
+    check_holdout_fraction(fraction)
     if dataset.task != "regression":
         counts = dataset.y.value_counts()
         if counts.min() < 2:

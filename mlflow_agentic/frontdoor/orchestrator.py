@@ -12,7 +12,7 @@ from typing import Any
 from mlflow_agentic.core.settings import SearchSettings, folds_for
 from mlflow_agentic.core.tracker import Tracker
 from mlflow_agentic.data import Dataset
-from mlflow_agentic.data.split import Holdout, seal_holdout
+from mlflow_agentic.data.split import Holdout, check_holdout_fraction, seal_holdout
 from mlflow_agentic.engine import AgenticAutoML, EngineeringRun, SearchObserver
 from mlflow_agentic.engine.steps import combining_steps
 from mlflow_agentic.frontdoor.briefing import Briefing, build_briefing
@@ -53,6 +53,13 @@ class SplitOptions:
     group_column: str | None = None
     holdout_fraction: float | None = None
     post_outcome_columns: Sequence[str] = ()
+
+    def __post_init__(self) -> None:
+        if self.holdout_fraction is not None:
+            check_holdout_fraction(self.holdout_fraction)
+        if isinstance(self.post_outcome_columns, str):  # "a,b" as on the command line
+            object.__setattr__(self, "post_outcome_columns", tuple(
+                c.strip() for c in self.post_outcome_columns.split(",") if c.strip()))
 
 
 @dataclass

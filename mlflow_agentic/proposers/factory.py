@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -22,6 +23,12 @@ class LLMOptions:
     resumed: list[dict] | None = None
     """A resumed search's recorded calls (``--resume``): replayed first, then the endpoint."""
 
+    def __post_init__(self) -> None:
+        cap = self.max_cost_usd
+        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, (int, float))
+                                or not math.isfinite(cap) or cap < 0):
+            raise UserInputError(f"max cost {cap!r}: expected a number of US dollars >= 0")
+
 
 @dataclass
 class CodeOptions:
@@ -33,6 +40,12 @@ class CodeOptions:
     allow_host_execution: bool = False
     image: str | None = None
     limits: object = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.max_experiments, bool) or not isinstance(self.max_experiments, int) \
+                or self.max_experiments < 1:
+            raise UserInputError(f"max experiments {self.max_experiments!r}: expected a whole "
+                                 "number >= 1")
 
     def sandbox(self):
         """The sandbox, checked now (fail closed: no Docker, no code mode, unless host
