@@ -1,5 +1,5 @@
 """The command line's options for ``SearchSettings`` and the MLproject's ``main`` entry point,
-generated: each setting is declared once (``engine.settings``: name, type, default, help,
+generated: each setting is declared once (``core.settings``: name, type, default, help,
 choices) and each other option of ``run`` once (its click option)."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The engine: records, cross-validation and the search loop (no mlflow, openai or docker).
 
-Names are imported on first use: the records (``engine.types``) are light, the loop is not.
+Names are imported on first use: the records (``core.types``) are light, the loop is not.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ It is the honest search end to end: the file read and checked, the tracking stor
 the holdout sealed before any proposer exists, the briefing (profile, leakage findings, CV
 advice), the search, every attempt scored on the holdout, and the verified best logged and
 registered in MLflow with its evidence. Its settings become one ``SearchSettings`` (declared and
-validated in ``engine.settings``); the CLI only parses flags into these arguments.
+validated in ``core.settings``); the CLI only parses flags into these arguments.
 """
 
 from __future__ import annotations

@@ -23,28 +23,21 @@ from mlflow_agentic.verify import DeterministicVerifier
 
 FINISH_SECONDS = 3.0
 FINISH_SHARE = 0.03
-"""Kept back from a time budget for tracking after the loop and the process's exit: 3 s + 3%
-(model logging, MLflow's evaluator on the holdout, the registry gate, plots, the holdout
-artifact: 2.6-3.7 s in all on the benchmark suite's small datasets, 2 cores; stopping the
-workers at exit up to 1.7 s more; 6 s had left a 20 s search 3 s of loop and 4 s unused at the
-end, 5 s still 2.7 s unused on average over the suite's 20 s tasks; 4 s ended the independent
-benchmark's 20 s runs at 16.0-19.5 s, 16 of 27 more than 10% early; 3 s at 16.1-20.3 s, 3 of
-27, all on 49k rows). A model over 30 MB is the
-loop's to plan for (``engine.budget.LOG_SECONDS_PER_MB``). Diagnostics that would not fit are
-skipped and say so."""
+"""Kept back from a time budget for what follows the loop (model logging, the evaluator on the
+holdout, the registry gate, plots, the workers' exit): 3 s + 3%, the least that let 20 s runs
+end on time on 2 cores (measured: docs/performance.md). A model over 30 MB is the loop's to
+plan for (``engine.budget.LOG_SECONDS_PER_MB``); diagnostics that would not fit are skipped
+and say so."""
 FINISH_PER_ROW = 1.5e-5
-"""And per row of the file: the holdout rows logged and scored, the data profile (measured on
-1.4M churn rows: about 21 s of recording where 13 s were kept back)."""
+"""And per row of the file: the holdout rows logged and scored, the data profile."""
 FINISH_PER_COLUMN = 0.004
-"""And per column: the model's signature and input example, the data profile, the holdout rows
-(measured on modeldata's grants, 8,190 x 1,503: about 7 s of recording; 38 s before the
-diagnostics stopped copying the frame once per column)."""
+"""And per column: the model's signature and input example, the data profile, the holdout
+rows."""
 REGISTER_SECONDS = 1.5
-"""What registration and the last tags need after the diagnostics (measured ~1 s)."""
+"""What registration and the last tags need after the diagnostics."""
 MIN_LOOP_SECONDS = 1.0
-"""The least loop worth starting. Less is no loop at all: modeldata's grants (8,190 x 1,503) at
-a 20 s budget had 1 s, and from run to run either started no attempt (12 s in all) or started 8
-that its deadline cut (20.8 s), as its folds' preprocessing took just under or over that second."""
+"""The least loop worth starting: with less, a wide file's folds may not even be preprocessed
+before the deadline, and the attempts it starts are only cut."""
 
 
 @dataclass

@@ -1,4 +1,5 @@
-"""The proposer protocol (defined by the engine that consumes it), re-exported for proposers."""
+"""The proposer protocol (``core.protocol``, the vocabulary every part shares), re-exported
+for proposers."""
 
 from mlflow_agentic.core.protocol import CandidateProposer, CodeModeProposer, proposer_name
 
