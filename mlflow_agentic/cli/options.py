@@ -99,6 +99,18 @@ def split_list(value):
     return [v.strip() for v in str(value).replace(" ", ",").split(",") if v.strip()] or None
 
 
+def options_of(*options: Callable) -> Callable[[Callable], Callable]:
+    """One decorator adding ``options`` to a command, in the order given (as ``--help``
+    lists them)."""
+
+    def add(command: Callable) -> Callable:
+        for option in reversed(options):
+            command = option(command)
+        return command
+
+    return add
+
+
 TRACKING_URI_HELP = "MLflow tracking URI (default: $MLFLOW_TRACKING_URI or sqlite:///mlflow.db)."
 
 
@@ -112,21 +124,18 @@ def experiment_option(help: str) -> Callable:
     return click.option("--experiment", callback=blank_to_none, help=help)
 
 
-def llm_options(command: Callable) -> Callable:
-    """How to reach the LLM (``LLMOptions``): the same for run and compare."""
-    for option in reversed((
-        click.option("--llm-model", callback=blank_to_none,
-                     help="Model for --proposer llm or code (default: "
-                          "$MLFLOW_AGENTIC_LLM_MODEL)."),
-        click.option("--llm-base-url", callback=blank_to_none,
-                     help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1 "
-                          "(default: $OPENAI_BASE_URL, else OpenAI). Key: $OPENAI_API_KEY."),
-        click.option("--max-cost-usd", default=None, callback=optional_float,
-                     help="Stop an LLM search when its next call would exceed this estimated "
-                          "cost (compare: per proposer and seed)."),
-    )):
-        command = option(command)
-    return command
+llm_options = options_of(
+    click.option("--llm-model", callback=blank_to_none,
+                 help="Model for --proposer llm or code (default: "
+                      "$MLFLOW_AGENTIC_LLM_MODEL)."),
+    click.option("--llm-base-url", callback=blank_to_none,
+                 help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1 "
+                      "(default: $OPENAI_BASE_URL, else OpenAI). Key: $OPENAI_API_KEY."),
+    click.option("--max-cost-usd", default=None, callback=optional_float,
+                 help="Stop an LLM search when its next call would exceed this estimated "
+                      "cost (compare: per proposer and seed)."),
+)
+"""How to reach the LLM (``LLMOptions``): the same for run and compare."""
 
 
 encoding_option = click.option(
@@ -134,25 +143,22 @@ encoding_option = click.option(
     help="Text encoding of a CSV file, e.g. latin-1 [default: UTF-8, else detected].")
 
 
-def split_options(command: Callable) -> Callable:
-    """How the holdout is sealed and the CV folds are built (shared by run and compare)."""
-    for option in reversed((
-        click.option("--time-column", callback=blank_to_none,
-                     help="Rows are ordered by this column: the latest rows are the holdout and "
-                          "CV folds train on the past."),
-        click.option("--group-column", callback=blank_to_none,
-                     help="Whole groups (e.g. customers) stay on one side of every split."),
-        click.option("--holdout-fraction", default=None, callback=optional_float,
-                     help="Share of rows sealed as the holdout, in (0, 0.5] (default 0.2; 0.25 "
-                          "with --group-column)."),
-        click.option("--post-outcome-columns", callback=blank_to_none,
-                     help="Comma-separated columns known only after the outcome: blanked in the "
-                          "holdout, as at prediction time."),
-        click.option("--keep-flagged-columns", is_flag=True,
-                     help="Keep columns a critical leakage finding would exclude."),
-    )):
-        command = option(command)
-    return command
+split_options = options_of(
+    click.option("--time-column", callback=blank_to_none,
+                 help="Rows are ordered by this column: the latest rows are the holdout and "
+                      "CV folds train on the past."),
+    click.option("--group-column", callback=blank_to_none,
+                 help="Whole groups (e.g. customers) stay on one side of every split."),
+    click.option("--holdout-fraction", default=None, callback=optional_float,
+                 help="Share of rows sealed as the holdout, in (0, 0.5] (default 0.2; 0.25 "
+                      "with --group-column)."),
+    click.option("--post-outcome-columns", callback=blank_to_none,
+                 help="Comma-separated columns known only after the outcome: blanked in the "
+                      "holdout, as at prediction time."),
+    click.option("--keep-flagged-columns", is_flag=True,
+                 help="Keep columns a critical leakage finding would exclude."),
+)
+"""How the holdout is sealed and the CV folds are built (shared by run and compare)."""
 
 
 def split_from(time_column, group_column, holdout_fraction, post_outcome_columns):
@@ -285,31 +291,28 @@ def _stopped(how: str, kept: str) -> None:
         click.secho(f"{how}: nothing was recorded", fg="yellow", err=True)
 
 
-def code_options(command: Callable) -> Callable:
-    """Code mode (``--proposer code``): the roles' budget and critic, and the sandbox."""
-    for option in reversed((
-        click.option("--max-experiments", type=WholeNumber(min=1), default=4, show_default=True,
-                     help="Code mode: how many candidate.py the coder writes (attempts)."),
-        click.option("--critic-model", callback=blank_to_none,
-                     help="Code mode: the critic's model, e.g. a smaller one [default: "
-                          "--llm-model]."),
-        click.option("--allow-host-execution", is_flag=True,
-                     help="Code mode without Docker: run candidates in a plain subprocess "
-                          "(empty environment, wall-clock kill, NO network, file or memory "
-                          "isolation); every such run is tagged sandbox=host."),
-        click.option("--sandbox-image", callback=blank_to_none, metavar="IMAGE",
-                     help="Code mode: the sandbox image [default: the one `mlflow-agentic "
-                          "sandbox build` makes for this machine's packages]."),
-        click.option("--sandbox-memory", default="2g", show_default=True,
-                     help="Code mode: memory cap per candidate container (Docker units)."),
-        click.option("--sandbox-cpus", type=click.FloatRange(min=0.1), default=2.0,
-                     show_default=True, help="Code mode: CPU cap per candidate container."),
-        click.option("--sandbox-timeout", type=click.FloatRange(min=1), default=600.0,
-                     show_default=True, metavar="SECONDS",
-                     help="Code mode: wall-clock limit per candidate (folds, refit, pickle)."),
-    )):
-        command = option(command)
-    return command
+code_options = options_of(
+    click.option("--max-experiments", type=WholeNumber(min=1), default=4, show_default=True,
+                 help="Code mode: how many candidate.py the coder writes (attempts)."),
+    click.option("--critic-model", callback=blank_to_none,
+                 help="Code mode: the critic's model, e.g. a smaller one [default: "
+                      "--llm-model]."),
+    click.option("--allow-host-execution", is_flag=True,
+                 help="Code mode without Docker: run candidates in a plain subprocess "
+                      "(empty environment, wall-clock kill, NO network, file or memory "
+                      "isolation); every such run is tagged sandbox=host."),
+    click.option("--sandbox-image", callback=blank_to_none, metavar="IMAGE",
+                 help="Code mode: the sandbox image [default: the one `mlflow-agentic "
+                      "sandbox build` makes for this machine's packages]."),
+    click.option("--sandbox-memory", default="2g", show_default=True,
+                 help="Code mode: memory cap per candidate container (Docker units)."),
+    click.option("--sandbox-cpus", type=click.FloatRange(min=0.1), default=2.0,
+                 show_default=True, help="Code mode: CPU cap per candidate container."),
+    click.option("--sandbox-timeout", type=click.FloatRange(min=1), default=600.0,
+                 show_default=True, metavar="SECONDS",
+                 help="Code mode: wall-clock limit per candidate (folds, refit, pickle)."),
+)
+"""Code mode (``--proposer code``): the roles' budget and critic, and the sandbox."""
 
 
 CODE_OPTIONS = ("max_experiments", "critic_model", "allow_host_execution", "sandbox_image",
