@@ -81,6 +81,17 @@ def test_no_command_declares_a_search_setting_of_its_own():
     assert {c for c, _ in seen} >= {"run", "compare", "worker", "finalize"}
 
 
+def test_a_worker_is_offered_every_setting_its_study_shares():
+    """What workers must agree on is derived from the declarations (``same_on_resume``, but
+    what finalize decides); each is an option of ``worker``, so every worker can be told."""
+    from mlflow_agentic.cli import main
+    from mlflow_agentic.core.settings import FINALIZE_DECIDES, same_on_resume, shared_by_workers
+
+    worker = {p.name for p in main.commands["worker"].params}
+    assert set(shared_by_workers()) <= worker
+    assert {logged for logged in same_on_resume()} >= set(FINALIZE_DECIDES)
+
+
 def test_the_shared_options_are_declared_once():
     """--tracking-uri, --experiment and the LLM's options come from cli.options everywhere."""
     source = "\n".join(p.read_text() for p in (ROOT / "mlflow_agentic" / "cli").glob("*.py")

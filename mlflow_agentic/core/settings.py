@@ -75,6 +75,18 @@ def same_on_resume() -> tuple[str, ...]:
     return tuple(logged_name(f) for f in offered_settings() if f.metadata["same_on_resume"])
 
 
+FINALIZE_DECIDES = ("ensemble", "selection")
+"""Settings ``finalize`` chooses for a distributed search as a whole (its workers run no
+ensemble and select nothing): free for the workers, and on the resume that finalize is."""
+
+
+def shared_by_workers() -> tuple[str, ...]:
+    """The settings every worker of one study and its ``finalize`` must agree on: those a
+    resume must match, but what finalize decides."""
+    return tuple(f.name for f in offered_settings()
+                 if f.metadata["same_on_resume"] and f.name not in FINALIZE_DECIDES)
+
+
 LARGE_ROWS = 10_000
 """Training rows from which a search's CV uses ``LARGE_FOLDS`` folds (``--large-rows``)."""
 LARGE_FOLDS = 3

@@ -12,6 +12,7 @@ import ast
 from collections.abc import Callable, Sequence
 
 from mlflow_agentic.core.errors import UserInputError
+from mlflow_agentic.core.settings import shared_by_workers
 from mlflow_agentic.core.types import SolutionCandidate
 from mlflow_agentic.distributed.study import SharedStudy, grace_seconds, open_storage
 from mlflow_agentic.frontdoor.orchestrator import SearchResult, SplitOptions
@@ -51,10 +52,9 @@ def finalize(data, *, study: str, storage: str, tracking_uri: str | None = None,
                   for r in ordered]
     return search(
         data, agreed["target"], proposer=lambda: SequenceProposer(candidates),
-        trainers=agreed["trainers"], metric=agreed["metric"], cv=agreed["cv"],
-        cv_scheme=agreed["cv_scheme"], seed=agreed["seed"], max_iterations=len(candidates) - 1,
-        patience=len(candidates), n_jobs=n_jobs, ensemble=True, prune=agreed["prune"],
-        margin=agreed["margin"], selection=selection, split=SplitOptions(**agreed["split"]),
+        **{name: agreed[name] for name in shared_by_workers()},
+        max_iterations=len(candidates) - 1, patience=len(candidates), n_jobs=n_jobs,
+        ensemble=True, selection=selection, split=SplitOptions(**agreed["split"]),
         keep_flagged_columns=agreed["keep_flagged_columns"], register_name=register_name,
         register=register, diagnostics=diagnostics, tracking_uri=tracking_uri,
         encoding=encoding, resume=point, observers=observers, tracker=tracker, say=say)

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from mlflow_agentic.core.metrics import resolve_metric
-from mlflow_agentic.core.settings import SearchSettings
+from mlflow_agentic.core.settings import SearchSettings, shared_by_workers
 from mlflow_agentic.data.split import frame_digest
 from mlflow_agentic.distributed.proposer import SharedOptunaProposer
 from mlflow_agentic.distributed.study import SharedStudy, open_storage
@@ -37,14 +37,15 @@ class WorkerResult:
     """The ``SearchResult`` when this worker was the last and finalized the search."""
 
 
-def shared_settings(dataset, *, trainers, metric, cv, cv_scheme, seed, margin, prune,
-                    split: SplitOptions, keep_flagged_columns: bool) -> dict:
-    """What every worker and ``finalize`` must agree on: it decides the rows, the folds and
-    how a score counts. Budgets and ``n_jobs`` are each worker's own."""
-    return {"target": dataset.target, "metric": resolve_metric(metric, dataset.task).name,
-            "trainers": list(resolve_trainers(trainers, dataset.task)), "cv": cv,
-            "cv_scheme": cv_scheme, "seed": seed, "margin": margin, "prune": prune,
-            "keep_flagged_columns": keep_flagged_columns,
+def shared_settings(dataset, settings: SearchSettings, split: SplitOptions,
+                    keep_flagged_columns: bool) -> dict:
+    """What every worker and ``finalize`` must agree on (``core.settings.shared_by_workers``,
+    the metric and trainers resolved for the data): it decides the rows, the folds and how a
+    score counts. Budgets and ``n_jobs`` are each worker's own."""
+    agreed = {name: getattr(settings, name) for name in shared_by_workers()}
+    agreed["metric"] = resolve_metric(settings.metric, dataset.task).name
+    agreed["trainers"] = list(resolve_trainers(settings.trainers, dataset.task))
+    return {"target": dataset.target, **agreed, "keep_flagged_columns": keep_flagged_columns,
             "split": {k: (list(v) if isinstance(v, tuple) else v)
                       for k, v in dataclasses.asdict(split).items()}}
 
@@ -67,10 +68,7 @@ def run_worker(data, *, study: str, storage: str, target: str | None = None,
     split = split or SplitOptions()
     dataset = load_dataset(data, target, encoding)
     base = SearchSettings.of(**overrides)
-    agreed = shared_settings(dataset, trainers=list(base.trainers or []) or None,
-                             metric=base.metric, cv=base.cv, cv_scheme=base.cv_scheme,
-                             seed=base.seed, margin=base.margin, prune=base.prune,
-                             split=split, keep_flagged_columns=keep_flagged_columns)
+    agreed = shared_settings(dataset, base, split, keep_flagged_columns)
     settings = base.replace(max_iterations=None, patience=None, max_attempts=n_trials,
                             metric=agreed["metric"], trainers=tuple(agreed["trainers"]),
                             ensemble=False, refit=False)

@@ -18,7 +18,7 @@ import numpy as np
 
 from mlflow_agentic.core.errors import UserInputError
 from mlflow_agentic.core.processes import process_alive
-from mlflow_agentic.core.settings import same_on_resume
+from mlflow_agentic.core.settings import FINALIZE_DECIDES, same_on_resume
 from mlflow_agentic.engine.outcome import Outcome
 from mlflow_agentic.engine.restore import Restored
 from mlflow_agentic.tracking.store import send_pending
@@ -60,7 +60,7 @@ class ResumePoint:
 
     def check(self, params: dict, digest: str) -> None:
         """Refuse to continue with other data or settings than the search ran with."""
-        free = ("proposer", "ensemble", "selection") if self.finalizing else ()
+        free = ("proposer", *FINALIZE_DECIDES) if self.finalizing else ()
         problems = [f"{k}: recorded {self.recorded(k)!r}, now {str(v)!r}"
                     for k, v in params.items() if k in MUST_MATCH and k not in free
                     and self.recorded(k) not in (None, str(v))]
