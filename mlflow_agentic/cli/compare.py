@@ -15,14 +15,15 @@ from mlflow_agentic.cli.options import (
     experiment_option,
     llm_options,
     optional_float,
-    split_from,
+    pop_llm,
+    pop_split,
     split_list,
     split_options,
     tracking_uri_option,
 )
-from mlflow_agentic.cli.settings import setting_option
+from mlflow_agentic.cli.settings import pop_settings, setting_option
 from mlflow_agentic.core.errors import UserInputError
-from mlflow_agentic.proposers.factory import PROPOSERS, LLMOptions, check_llm_endpoint
+from mlflow_agentic.proposers.factory import PROPOSERS, check_llm_endpoint
 
 DATA_SUFFIXES = (".csv", ".parquet", ".pq")
 
@@ -64,11 +65,7 @@ DATA_SUFFIXES = (".csv", ".parquet", ".pq")
 @setting_option("cv_scheme")
 @encoding_option
 @click.option("--quiet", is_flag=True, help="No progress bars; print the tables only.")
-def compare_command(data, target, proposers, budget_iterations, time_budget, seeds, split_seed,
-                    trainers, cv, metric, margin, portfolio, candidates, llm_model, llm_base_url,
-                    max_cost_usd, llm_replay, experiment, tracking_uri, output, time_column,
-                    group_column, holdout_fraction, post_outcome_columns, cv_scheme,
-                    keep_flagged_columns, encoding, quiet) -> None:
+def compare_command(**o) -> None:
     """Compare proposers on DATA fairly: one sealed holdout, one set of CV folds, one verifier
     and one budget shared by every proposer x seed; each is a search run tagged with the
     comparison id, nested under a comparison run that holds the report."""
@@ -77,20 +74,16 @@ def compare_command(data, target, proposers, budget_iterations, time_budget, see
         from mlflow_agentic.compare import CompareOptions
         from mlflow_agentic.core.settings import SearchSettings
 
-        if budget_iterations is not None and time_budget is not None:
+        if o["budget_iterations"] is not None and o["time_budget"] is not None:
             raise UserInputError("give --budget-iterations or --time-budget, not both")
         options = CompareOptions(
-            proposers=split_list(proposers) or [], seeds=_seeds(seeds),
-            budget_attempts=budget_iterations,
-            split=split_from(time_column, group_column, holdout_fraction, post_outcome_columns),
-            split_seed=split_seed,
-            settings=SearchSettings(time_budget=time_budget, cv=cv, cv_scheme=cv_scheme,
-                                    metric=metric, trainers=trainers, margin=margin,
-                                    portfolio=portfolio),
-            keep_flagged_columns=keep_flagged_columns, candidates=candidates,
-            llm=LLMOptions(llm_model, llm_base_url, max_cost_usd), llm_replay=llm_replay)
-        _compare(_datasets(data, target, encoding), options, experiment, tracking_uri, output,
-                 quiet)
+            proposers=split_list(o.pop("proposers")) or [], seeds=_seeds(o.pop("seeds")),
+            budget_attempts=o.pop("budget_iterations"), split=pop_split(o), llm=pop_llm(o),
+            split_seed=o.pop("split_seed"), keep_flagged_columns=o.pop("keep_flagged_columns"),
+            candidates=o.pop("candidates"), llm_replay=o.pop("llm_replay"),
+            settings=SearchSettings(time_budget=o.pop("time_budget"), **pop_settings(o)))
+        _compare(_datasets(o["data"], o["target"], o["encoding"]), options, o["experiment"],
+                 o["tracking_uri"], o["output"], o["quiet"])
 
     exit_on_user_error(work)
 

@@ -169,6 +169,22 @@ def split_from(time_column, group_column, holdout_fraction, post_outcome_columns
                         post_outcome_columns=split_list(post_outcome_columns) or ())
 
 
+SPLIT_OPTIONS = ("time_column", "group_column", "holdout_fraction", "post_outcome_columns")
+LLM_OPTIONS = ("llm_model", "llm_base_url", "max_cost_usd")
+
+
+def pop_split(options: dict):
+    """``SplitOptions`` from a command's parsed ``split_options`` (taken out of ``options``)."""
+    return split_from(*(options.pop(k) for k in SPLIT_OPTIONS))
+
+
+def pop_llm(options: dict):
+    """``LLMOptions`` from a command's parsed ``llm_options`` (taken out of ``options``)."""
+    from mlflow_agentic.proposers.factory import LLMOptions
+
+    return LLMOptions(*(options.pop(k) for k in LLM_OPTIONS))
+
+
 def process_started() -> float:
     """``time.perf_counter()`` at the moment this process started (Linux: from /proc), so a
     time budget covers the interpreter and imports too; elsewhere, now."""

@@ -17,16 +17,17 @@ from mlflow_agentic.cli.options import (
     exit_on_user_error,
     experiment_option,
     llm_options,
+    pop_llm,
+    pop_split,
     process_started,
     say_note,
-    split_from,
     split_options,
     tracking_uri_option,
 )
 from mlflow_agentic.cli.settings import pop_settings, settings_options
 from mlflow_agentic.core.errors import UserInputError
 from mlflow_agentic.core.settings import REGISTER_POLICIES
-from mlflow_agentic.proposers.factory import PROPOSERS, LLMOptions
+from mlflow_agentic.proposers.factory import PROPOSERS
 
 
 @click.command("run")
@@ -104,13 +105,12 @@ def run_command(**options) -> None:
             prestart(settings["n_jobs"], settings["backend"])
         front = dict(
             data=o["data"], target=o["target"],
-            split=split_from(o["time_column"], o["group_column"], o["holdout_fraction"],
-                             o["post_outcome_columns"]),
+            split=pop_split(o),
             keep_flagged_columns=o["keep_flagged_columns"], experiment=o["experiment"],
             register_name=o["register_name"],
             register="never" if o["no_register"] else o["register"],
             tracking_uri=o["tracking_uri"], diagnostics=not o["no_diagnostics"],
-            llm=LLMOptions(o["llm_model"], o["llm_base_url"], o["max_cost_usd"]),
+            llm=pop_llm(o),
             code=code_from(**{k: o[k] for k in CODE_OPTIONS}), candidates=o["candidates"],
             optuna_storage=o["optuna_storage"], encoding=o["encoding"],
             merge_label_variants=o["merge_label_variants"], resume=o["resume"],

@@ -11,12 +11,12 @@ from mlflow_agentic.cli.options import (
     encoding_option,
     exit_on_user_error,
     experiment_option,
+    pop_split,
     say_note,
-    split_from,
     split_options,
     tracking_uri_option,
 )
-from mlflow_agentic.cli.settings import setting_option
+from mlflow_agentic.cli.settings import pop_settings, setting_option
 
 study_option = click.option("--study", required=True,
                             help="Optuna study name: every worker of one search uses the same.")
@@ -57,10 +57,7 @@ tracking_option = tracking_uri_option(
 @setting_option("cv_scheme")
 @encoding_option
 @click.option("--quiet", is_flag=True, help="No progress display.")
-def worker_command(study, storage, data, target, trainers, metric, cv, seed, n_trials, n_jobs,
-                   margin, prune, portfolio, experiment, finalize_last, register_name, tracking_uri,
-                   time_column, group_column, holdout_fraction, post_outcome_columns,
-                   cv_scheme, keep_flagged_columns, encoding, quiet) -> None:
+def worker_command(**o) -> None:
     """Work on a shared search: ask the study for trials, cross-validate them here, record each
     as a child run of the one search run. Start as many as you like, on any machine; then run
     `mlflow-agentic finalize` once."""
@@ -68,19 +65,18 @@ def worker_command(study, storage, data, target, trainers, metric, cv, seed, n_t
     from mlflow_agentic.distributed import run_worker
 
     state: dict = {}
+    study, storage, data = o["study"], o["storage"], o["data"]
+    finalize_last = o["finalize_last"]
 
     def work() -> None:
+        settings = pop_settings(o)
         result = run_worker(
-            data, study=study, storage=storage, target=target, trainers=trainers,
-            metric=metric, cv=cv, cv_scheme=cv_scheme, seed=seed, n_trials=n_trials,
-            n_jobs=n_jobs, margin=margin, prune=prune, portfolio=portfolio,
-            split=split_from(time_column, group_column, holdout_fraction,
-                             post_outcome_columns),
-            keep_flagged_columns=keep_flagged_columns, experiment=experiment,
-            tracking_uri=tracking_uri, encoding=encoding,
-            observers=[] if quiet else [RichProgress()], say=say_note,
+            data, study=study, storage=storage, target=o["target"], n_trials=o["n_trials"],
+            split=pop_split(o), keep_flagged_columns=o["keep_flagged_columns"],
+            experiment=o["experiment"], tracking_uri=o["tracking_uri"], encoding=o["encoding"],
+            observers=[] if o["quiet"] else [RichProgress()], say=say_note,
             tracker_ready=lambda t: state.update(tracker=t), finalize_last=finalize_last,
-            register_name=register_name)
+            register_name=o["register_name"], **settings)
         run = result.run
         click.echo(f"worker done: {len(run.attempts)} attempts ({len(run.valid_attempts)} "
                    f"verified); {run.stop_reason}")
