@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import click
@@ -124,7 +123,7 @@ def _compare(datasets, options, experiment, tracking_uri, output, quiet) -> None
     from mlflow_agentic.compare import compare
     from mlflow_agentic.compare.report import console_table, proposer_grid, ranking_grid
     from mlflow_agentic.tracking.results import ComparisonTracker
-    from mlflow_agentic.tracking.store import current_uri
+    from mlflow_agentic.tracking.store import store_option
 
     if "llm" in options.proposers and not options.llm_replay:
         check_llm_endpoint(options.llm, "Start the server, drop llm from --proposers, or "
@@ -145,13 +144,10 @@ def _compare(datasets, options, experiment, tracking_uri, output, quiet) -> None
     if result.ranking:
         out.print(console_table(ranking_grid(result.ranking)))
         out.print(f"ranking run: {result.run_id}")
-    uri = current_uri()
     click.echo(f"comparison id: {result.comparison_id} (tag agentic.comparison_id)")
     if output:
         click.echo(f"report files: {output}")
-    here = ("sqlite:///mlflow.db", f"sqlite:///{os.path.abspath('mlflow.db')}")
-    store = "" if uri in here else f" --tracking-uri {uri}"
-    click.echo(f"browse it:  mlflow-agentic ui --run {result.run_id}{store}   (every arm: "
+    click.echo(f"browse it:  mlflow-agentic ui --run {result.run_id}{store_option()}   (every arm: "
                f"filter runs with tags.`agentic.comparison_id` = '{result.comparison_id}')")
     if "llm" not in options.proposers:
         click.echo("the LLM proposer was not included: add it with --proposers "

@@ -126,7 +126,6 @@ def run_command(**options) -> None:
 def quiet_warnings(quiet: bool):
     """``--quiet``: no library warning is printed, by this process or the workers it starts
     (``PYTHONWARNINGS``); this package's own (what it changed of the command) still are."""
-    import os
     import warnings
 
     if not quiet:
@@ -197,7 +196,7 @@ def _run(state: dict, *, replay, proposer, quiet, kwargs) -> None:
 
 def _report(outcome, tracker, kwargs: dict) -> None:
     """What the search ended with, where MLflow has it, and what to do next."""
-    from mlflow_agentic.tracking.store import current_uri
+    from mlflow_agentic.tracking.store import current_uri, store_option
 
     result = outcome.run
     click.echo(outcome.summary())
@@ -232,7 +231,5 @@ def _report(outcome, tracker, kwargs: dict) -> None:
     if link.startswith(("http://", "https://")):  # a tracking server serves its own UI
         click.echo(f"browse it:  {link}")
     else:
-        here = ("sqlite:///mlflow.db", f"sqlite:///{os.path.abspath('mlflow.db')}")
-        store = "" if current_uri() in here else f" --tracking-uri {current_uri()}"
-        click.echo(f"browse it:  mlflow-agentic ui --run {outcome.run_id}{store}   (MLflow's "
-                   f"UI on this store; or any UI on it at /{link})")
+        click.echo(f"browse it:  mlflow-agentic ui --run {outcome.run_id}{store_option()}   "
+                   f"(MLflow's UI on this store; or any UI on it at /{link})")

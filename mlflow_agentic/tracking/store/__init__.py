@@ -35,6 +35,7 @@ _EXPORTS = {
     "restore_command": "mlflow_agentic.tracking.store.retry",
     "send": "mlflow_agentic.tracking.store.delivery",
     "send_pending": "mlflow_agentic.tracking.store.delivery",
+    "store_option": "mlflow_agentic.tracking.store.uri",
     "use_store": "mlflow_agentic.tracking.store.uri",
 }
 __all__ = [
@@ -61,6 +62,7 @@ __all__ = [
     "restore_command",
     "send",
     "send_pending",
+    "store_option",
     "use_store",
 ]
 
@@ -90,7 +92,7 @@ if TYPE_CHECKING:
         deleted_while_running,
         restore_command,
     )
-    from mlflow_agentic.tracking.store.uri import current_uri, project_run, use_store
+    from mlflow_agentic.tracking.store.uri import current_uri, project_run, store_option, use_store
     from mlflow_agentic.tracking.store.writer import BackgroundWriter
 
 __getattr__ = lazy_getattr(__name__, _EXPORTS)

@@ -11,6 +11,14 @@ def default_uri() -> str:
     return os.environ.get("MLFLOW_TRACKING_URI") or "sqlite:///mlflow.db"
 
 
+def store_option() -> str:
+    """`` --tracking-uri <this store>`` for a command to print, or nothing when the store is
+    the working directory's ``mlflow.db`` (what every command opens by default there)."""
+    uri = current_uri()
+    here = ("sqlite:///mlflow.db", f"sqlite:///{os.path.abspath('mlflow.db')}")
+    return "" if uri in here else f" --tracking-uri {uri}"
+
+
 def current_uri() -> str:
     """The tracking URI this process records to (what the commands print)."""
     import mlflow
