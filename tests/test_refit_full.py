@@ -70,10 +70,11 @@ def test_the_served_model_differs_from_the_holdouts_on_the_holdout_rows(full, ch
 def test_when_the_served_model_cannot_be_refit_on_all_rows_it_says_why(full):
     run = full.result.run
     holdout = Holdout(full.result.briefing.dataset, "stratified", 0.2)
-    assert why_not(dataclasses.replace(run, bagged=True), holdout, None).startswith(
+    rows = full.result.train_rows
+    assert why_not(dataclasses.replace(run, bagged=True), rows, holdout, None).startswith(
         "the served model is the average of its fold models")
     blanked = dataclasses.replace(holdout, blanked_columns=("TotalCharges",))
-    assert "post-outcome columns are blanked" in why_not(run, blanked, None)
+    assert "post-outcome columns are blanked" in why_not(run, rows, blanked, None)
     assert "would not fit the time left" in why_not(dataclasses.replace(
-        run, refit_seconds=60.0), holdout, finish_by=0.0)
-    assert why_not(run, holdout, None) == ""
+        run, refit_seconds=60.0), rows, holdout, finish_by=0.0)
+    assert why_not(run, rows, holdout, None) == ""

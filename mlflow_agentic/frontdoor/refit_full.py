@@ -28,8 +28,10 @@ def all_rows(train, holdout: Holdout):
     return dataclasses.replace(train, frame=frame, cv_groups=None, infinite_cells={})
 
 
-def why_not(run: EngineeringRun, holdout: Holdout, finish_by: float | None) -> str:
-    """Why the selected model cannot be refit on every row ('' when it can)."""
+def why_not(run: EngineeringRun, train_rows: int, holdout: Holdout,
+            finish_by: float | None) -> str:
+    """Why the selected model cannot be refit on every row ('' when it can); ``train_rows``:
+    how many rows its refit took (the time estimate scales from it)."""
     best = run.best_attempt
     if run.model is None or best is None:
         return "nothing to refit"
@@ -41,8 +43,8 @@ def why_not(run: EngineeringRun, holdout: Holdout, finish_by: float | None) -> s
         return ("the holdout's post-outcome columns are blanked, so its rows are not "
                 "training rows")
     if finish_by is not None:
-        rows = holdout.n_rows + run.served_rows
-        expected = MARGIN * run.refit_seconds * rows / max(run.served_rows, 1)
+        rows = holdout.n_rows + train_rows
+        expected = MARGIN * run.refit_seconds * rows / max(train_rows, 1)
         if time.perf_counter() + expected > finish_by:
             return (f"the refit on all rows (about {expected:.0f}s) would not fit the time "
                     "left")
@@ -54,7 +56,7 @@ def serve_on_all_rows(run: EngineeringRun, train, holdout: Holdout, n_jobs: int 
     """Refit ``run``'s selected attempt on ``train`` + ``holdout`` rows and serve that
     (``run.model``), keeping the model the holdout scored as ``run.evidence_model``. Returns
     why it was not done ('' when it was): the training-rows model is then served."""
-    reason = why_not(run, holdout, finish_by)
+    reason = why_not(run, train.n_rows, holdout, finish_by)
     if reason:
         return reason
     data = all_rows(train, holdout)
