@@ -192,9 +192,12 @@ def search_process(docker_sandbox, tmp_path):
     """A process running two sleeping candidates in containers, as code mode's CV does."""
     (tmp_path / "candidate.py").write_text(SLEEPER)
     (tmp_path / "search.py").write_text(SEARCH)
+    # a foreground process: Ctrl-C raises KeyboardInterrupt even when the test runner ignores
+    # SIGINT (started in the background), which the child would inherit (it failed so twice)
     proc = subprocess.Popen([sys.executable, str(tmp_path / "search.py"),
                              str(tmp_path / "candidate.py")], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+                            stderr=subprocess.STDOUT, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert wait_until(lambda: len(owned_by(proc.pid)) == 2, 60), proc.stdout.read()
     assert staged_of(proc.pid)
     yield proc
