@@ -250,6 +250,34 @@ def test_a_container_started_as_ctrl_c_came_is_removed_at_once():
     assert not fresh.removed
 
 
+class Interrupted:
+    """A sandbox (``run``, ``stop_all``) whose first job is cut by Ctrl-C."""
+
+    def run(self, job):
+        if job == 0:
+            raise KeyboardInterrupt
+        return job
+
+    def stop_all(self) -> int:
+        from mlflow_agentic.sandbox.cleanup import LIVE
+
+        return LIVE.stop_all()
+
+
+def test_after_an_interrupted_batch_the_next_job_may_run():
+    """The stop covers the interrupted batch's own threads only: once they are done, a later
+    job of the same process (a refit, a prediction through the sandbox) keeps its container."""
+    from mlflow_agentic.sandbox.cleanup import LIVE
+    from mlflow_agentic.sandbox.runners import run_all
+
+    with pytest.raises(KeyboardInterrupt):
+        run_all(Interrupted(), [0, 1], parallel=2)
+    later = Started("later")
+    LIVE.add(later)
+    LIVE.discard(later)
+    assert not later.removed
+
+
 def test_the_next_check_removes_what_a_dead_search_left(docker_sandbox, tmp_path):
     import docker
 

@@ -94,8 +94,9 @@ def sweep_staged(only_pid: int | None = None) -> None:
 class Live:
     """The containers this process is running, to stop at once when its search ends.
 
-    After ``stop_all`` and until ``reopen``, a container added (one a thread was starting as
-    Ctrl-C came) is removed at once: it would otherwise run to its wall-clock limit."""
+    After ``stop_all`` and until ``reopen`` (``run_all`` reopens once its threads are done), a
+    container added (one a thread was starting as Ctrl-C came) is removed at once: it would
+    otherwise run to its wall-clock limit."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()

@@ -257,7 +257,6 @@ def make_sandbox(allow_host_execution: bool = False, image: str | None = None,
 
 def run_all(sandbox, jobs: Sequence[SandboxJob], parallel: int = 1) -> list[SandboxResult]:
     """Each job in a fresh sandbox, ``parallel`` at a time; results in the jobs' order."""
-    cleanup.LIVE.reopen()
     if parallel <= 1 or len(jobs) <= 1:
         return [sandbox.run(job) for job in jobs]
     pool = ThreadPoolExecutor(min(parallel, len(jobs)))
@@ -269,3 +268,4 @@ def run_all(sandbox, jobs: Sequence[SandboxJob], parallel: int = 1) -> list[Sand
         raise
     finally:
         pool.shutdown(wait=True)
+        cleanup.LIVE.reopen()  # its threads are done: a later job (a refit, a prediction) runs
