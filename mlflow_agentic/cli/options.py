@@ -99,16 +99,24 @@ def split_list(value):
     return [v.strip() for v in str(value).replace(" ", ",").split(",") if v.strip()] or None
 
 
-def options_of(*options: Callable) -> Callable[[Callable], Callable]:
-    """One decorator adding ``options`` to a command, in the order given (as ``--help``
-    lists them)."""
+class OptionGroup:
+    """Options a command takes together, added in the order given (as ``--help`` lists
+    them); ``names``: their parameters, so the code that reads them needs no list of its own."""
 
-    def add(command: Callable) -> Callable:
-        for option in reversed(options):
+    def __init__(self, *options: Callable) -> None:
+        self.options = options
+
+    def __call__(self, command: Callable) -> Callable:
+        for option in reversed(self.options):
             command = option(command)
         return command
 
-    return add
+    @property
+    def names(self) -> tuple[str, ...]:
+        def probe() -> None: ...
+
+        self(probe)
+        return tuple(p.name for p in reversed(probe.__click_params__))
 
 
 TRACKING_URI_HELP = "MLflow tracking URI (default: $MLFLOW_TRACKING_URI or sqlite:///mlflow.db)."
@@ -124,7 +132,7 @@ def experiment_option(help: str) -> Callable:
     return click.option("--experiment", callback=blank_to_none, help=help)
 
 
-llm_options = options_of(
+llm_options = OptionGroup(
     click.option("--llm-model", callback=blank_to_none,
                  help="Model for --proposer llm or code (default: "
                       "$MLFLOW_AGENTIC_LLM_MODEL)."),
@@ -143,7 +151,7 @@ encoding_option = click.option(
     help="Text encoding of a CSV file, e.g. latin-1 [default: UTF-8, else detected].")
 
 
-split_options = options_of(
+split_options = OptionGroup(
     click.option("--time-column", callback=blank_to_none,
                  help="Rows are ordered by this column: the latest rows are the holdout and "
                       "CV folds train on the past."),
@@ -161,28 +169,24 @@ split_options = options_of(
 """How the holdout is sealed and the CV folds are built (shared by run and compare)."""
 
 
-def split_from(time_column, group_column, holdout_fraction, post_outcome_columns):
+def pop_split(options: dict):
+    """``SplitOptions`` from a command's parsed ``split_options``: its fields, taken out of
+    ``options`` (post-outcome columns as the command line lists them)."""
+    import dataclasses
+
     from mlflow_agentic.frontdoor.orchestrator import SplitOptions
 
-    return SplitOptions(time_column=time_column, group_column=group_column,
-                        holdout_fraction=holdout_fraction,
-                        post_outcome_columns=split_list(post_outcome_columns) or ())
-
-
-SPLIT_OPTIONS = ("time_column", "group_column", "holdout_fraction", "post_outcome_columns")
-LLM_OPTIONS = ("llm_model", "llm_base_url", "max_cost_usd")
-
-
-def pop_split(options: dict):
-    """``SplitOptions`` from a command's parsed ``split_options`` (taken out of ``options``)."""
-    return split_from(*(options.pop(k) for k in SPLIT_OPTIONS))
+    given = {f.name: options.pop(f.name) for f in dataclasses.fields(SplitOptions)}
+    given["post_outcome_columns"] = split_list(given["post_outcome_columns"]) or ()
+    return SplitOptions(**given)
 
 
 def pop_llm(options: dict):
-    """``LLMOptions`` from a command's parsed ``llm_options`` (taken out of ``options``)."""
+    """``LLMOptions`` (model, endpoint, cost cap) from a command's parsed ``llm_options``,
+    taken out of ``options``."""
     from mlflow_agentic.proposers.factory import LLMOptions
 
-    return LLMOptions(*(options.pop(k) for k in LLM_OPTIONS))
+    return LLMOptions(*(options.pop(k) for k in llm_options.names))
 
 
 def process_started() -> float:
@@ -307,7 +311,7 @@ def _stopped(how: str, kept: str) -> None:
         click.secho(f"{how}: nothing was recorded", fg="yellow", err=True)
 
 
-code_options = options_of(
+code_options = OptionGroup(
     click.option("--max-experiments", type=WholeNumber(min=1), default=4, show_default=True,
                  help="Code mode: how many candidate.py the coder writes (attempts)."),
     click.option("--critic-model", callback=blank_to_none,
@@ -331,9 +335,9 @@ code_options = options_of(
 """Code mode (``--proposer code``): the roles' budget and critic, and the sandbox."""
 
 
-CODE_OPTIONS = ("max_experiments", "critic_model", "allow_host_execution", "sandbox_image",
-                "sandbox_memory", "sandbox_cpus", "sandbox_timeout")
-"""The parameters of ``code_from`` (the code-mode flags)."""
+def pop_code(options: dict):
+    """``CodeOptions`` from a command's parsed ``code_options``, taken out of ``options``."""
+    return code_from(**{k: options.pop(k) for k in code_options.names})
 
 
 def code_from(max_experiments, critic_model, allow_host_execution, sandbox_image,

@@ -9,14 +9,13 @@ import time
 import click
 
 from mlflow_agentic.cli.options import (
-    CODE_OPTIONS,
     blank_to_none,
-    code_from,
     code_options,
     encoding_option,
     exit_on_user_error,
     experiment_option,
     llm_options,
+    pop_code,
     pop_llm,
     pop_split,
     process_started,
@@ -111,7 +110,7 @@ def run_command(**options) -> None:
             register="never" if o["no_register"] else o["register"],
             tracking_uri=o["tracking_uri"], diagnostics=not o["no_diagnostics"],
             llm=pop_llm(o),
-            code=code_from(**{k: o[k] for k in CODE_OPTIONS}), candidates=o["candidates"],
+            code=pop_code(o), candidates=o["candidates"],
             optuna_storage=o["optuna_storage"], encoding=o["encoding"],
             merge_label_variants=o["merge_label_variants"], resume=o["resume"],
             task=None if o["task"] == "auto" else o["task"], started=started, **settings)
