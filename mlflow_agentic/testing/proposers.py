@@ -81,6 +81,8 @@ class _Kit:
         self.make, self.dataset, self.trainers = make, dataset, list(trainers)
         self.sandbox, self.max_iterations = sandbox, max_iterations
         self.takes_trainers = bool(inspect.signature(make).parameters)
+        self.code_mode = isinstance(self.proposer(), CodeModeProposer)
+        """Code mode proposes code, not trainers: its failures are candidates that raise."""
 
     def proposer(self, trainers: Sequence[str] | None = None) -> CandidateProposer:
         trainers = list(trainers or self.trainers)
@@ -124,7 +126,7 @@ def check_declares_itself(kit: _Kit) -> None:
 def check_proposes_within_its_trainers(kit: _Kit) -> None:
     run = kit.search(kit.proposer())
     name = "proposes_within_its_trainers"
-    allowed = {"code"} if isinstance(kit.proposer(), CodeModeProposer) else set(kit.trainers)
+    allowed = {"code"} if kit.code_mode else set(kit.trainers)
     _expect(len(run.attempts) > 0, name, "the search made no attempt")
     for attempt in run.attempts:
         _expect(attempt.candidate.trainer in allowed, name,
@@ -152,8 +154,7 @@ def check_stops_within_its_budget(kit: _Kit) -> None:
 
 def check_failures_are_data(kit: _Kit) -> None:
     name = "failures_are_data"
-    code_mode = isinstance(kit.proposer(), CodeModeProposer)
-    trainers = kit.trainers if code_mode else [FAILING_TRAINER, kit.trainers[0]]
+    trainers = kit.trainers if kit.code_mode else [FAILING_TRAINER, kit.trainers[0]]
     added = FAILING_TRAINER not in trainer_registry()
     if added:
         register_trainer(FAILING)
