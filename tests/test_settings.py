@@ -14,8 +14,10 @@ from mlflow_agentic.cli.mlproject import COMMANDS
 from mlflow_agentic.cli.run import run_command
 from mlflow_agentic.cli.settings import BUDGETED, entry_block, flag_of, mlproject_entry, offered
 from mlflow_agentic.core.errors import UserInputError
-from mlflow_agentic.core.settings import SearchSettings
+from mlflow_agentic.core.settings import SearchSettings, TrackingOptions
 from mlflow_agentic.frontdoor.api import search
+from mlflow_agentic.frontdoor.orchestrator import SplitOptions
+from mlflow_agentic.proposers.factory import CodeOptions, LLMOptions
 
 ROOT = Path(__file__).resolve().parents[1]
 OPTIONS = {p.name: p for p in run_command.params}
@@ -101,14 +103,10 @@ def test_the_shared_options_are_declared_once():
 
 
 @pytest.mark.parametrize("make, words", [
-    (lambda: __import__("mlflow_agentic.frontdoor.orchestrator", fromlist=["x"]).SplitOptions(
-        holdout_fraction=0.7), "holdout fraction must be in (0, 0.5]"),
-    (lambda: __import__("mlflow_agentic.proposers.factory", fromlist=["x"]).LLMOptions(
-        max_cost_usd=-1.0), "max cost -1.0"),
-    (lambda: __import__("mlflow_agentic.proposers.factory", fromlist=["x"]).CodeOptions(
-        max_experiments=0), "max experiments 0"),
-    (lambda: __import__("mlflow_agentic.core.settings", fromlist=["x"]).TrackingOptions(
-        register="sometimes"), "unknown policy"),
+    (lambda: SplitOptions(holdout_fraction=0.7), "holdout fraction must be in (0, 0.5]"),
+    (lambda: LLMOptions(max_cost_usd=-1.0), "max cost -1.0"),
+    (lambda: CodeOptions(max_experiments=0), "max experiments 0"),
+    (lambda: TrackingOptions(register="sometimes"), "unknown policy"),
 ], ids=["split", "llm", "code", "tracking"])
 def test_every_options_object_checks_itself_when_made(make, words):
     with pytest.raises(UserInputError, match=re.escape(words)):
