@@ -1,7 +1,7 @@
 """Every attempt as code: each attempt run holds ``attempt.py``, which rebuilds that attempt from
 the file the search read and reproduces its recorded CV score to 4 decimals; the selected
-ensemble's script rebuilds the registered model. Run here as a user runs them, one per trainer,
-against a real search in a sqlite store."""
+ensemble's script rebuilds the model the holdout scored and the registered model. Run here as a
+user runs them, one per trainer, against a real search in a sqlite store."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from mlflow_agentic import SequenceProposer, SolutionCandidate
+from mlflow_agentic.core import evidence as ev
 from mlflow_agentic.data import Dataset
 from mlflow_agentic.trainers import trainer_registry
 
@@ -73,20 +74,26 @@ def test_each_attempts_script_reproduces_its_recorded_cv_score(scripted_search, 
 @pytest.mark.slow
 def test_the_selected_ensembles_script_rebuilds_the_registered_model(scripted_search,
                                                                      churn_frame, capsys):
+    """Its ``model`` is the model the holdout scored (logged as the holdout's evidence);
+    ``fit(everything)`` is the registered one, the recipe refit on every labelled row."""
     uri, client, csv, runs, trainers = scripted_search
     version = client.get_model_version(NAME, "1")
     selected = client.get_run(version.run_id)
     assert selected.data.tags["trainer"] == "ensemble", "precondition: an ensemble won"
     out, found = rerun(client, selected, csv, capsys)
     assert out.count("member ") == len(selected.data.params["members"].split(","))
+    assert selected.data.params[ev.SERVED_ROWS] == str(found["everything"].n_rows) == "800"
     previous = mlflow.get_tracking_uri()
     mlflow.set_tracking_uri(uri)
     try:
         registered = mlflow.pyfunc.load_model(f"models:/{NAME}/1")
+        scored = mlflow.pyfunc.load_model(selected.data.params[ev.EVIDENCE_MODEL_URI])
     finally:
         mlflow.set_tracking_uri(previous)
     X = churn_frame.drop(columns=["Churn"]).head(50)
-    served = registered.predict(X, params={"output": "probabilities"})
-    probabilities = served[[c for c in served.columns if c.startswith("probability_")]]
-    np.testing.assert_allclose(found["model"].predict_proba(X), probabilities.to_numpy(float),
-                               atol=1e-6)
+    for rebuilt, logged in ((found["model"], scored),
+                            (found["fit"](found["everything"]), registered)):
+        served = logged.predict(X, params={"output": "probabilities"})
+        probabilities = served[[c for c in served.columns if c.startswith("probability_")]]
+        np.testing.assert_allclose(rebuilt.predict_proba(X), probabilities.to_numpy(float),
+                                   atol=1e-6)

@@ -1,6 +1,7 @@
-"""``--refit-full``: once the holdout has scored the selected model, the same recipe is refit on
-the training and holdout rows and served; the model the holdout scored is logged beside it, and
-the promotion gate scores that one on the search's own holdout (the served one has seen it)."""
+"""Refit on every labelled row (the default; ``--no-refit-full`` turns it off): once the holdout
+has scored the selected model, the same recipe is refit on the training and holdout rows and
+served; the model the holdout scored is logged beside it, and the promotion gate scores that
+one on the search's own holdout (the served one has seen it)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ NAME = "churn-full"
 def full(tmp_path_factory, churn_frame):
     uri = f"sqlite:///{tmp_path_factory.mktemp('full') / 'mlflow.db'}"
     return registered_search(uri, Dataset.from_frame(churn_frame, name="churn"), NAME,
-                             ["linear", "hist_gradient_boosting"], refit_full=True)
+                             ["linear", "hist_gradient_boosting"])  # the default settings
 
 
 @pytest.mark.slow
@@ -78,3 +79,16 @@ def test_when_the_served_model_cannot_be_refit_on_all_rows_it_says_why(full):
     assert "would not fit the time left" in why_not(dataclasses.replace(
         run, refit_seconds=60.0), rows, holdout, finish_by=0.0)
     assert why_not(run, rows, holdout, None) == ""
+
+
+@pytest.mark.slow
+def test_with_no_refit_full_the_model_the_holdout_scored_is_served(tmp_path, churn_frame):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    off = registered_search(uri, Dataset.from_frame(churn_frame, name="churn"), "churn-train",
+                            ["linear"], refit_full=False)
+    run = off.result.run
+    assert run.served_rows == 640 and run.evidence_model is None and run.served_note == ""
+    version = off.client.get_model_version("churn-train", "1")
+    params = off.client.get_run(version.run_id).data.params
+    assert params[ev.SERVED_ROWS] == "640" and ev.EVIDENCE_MODEL_URI not in params
+    assert "fitted on the 640 training rows" in version.description

@@ -263,21 +263,34 @@ def test_attempt_holdout_is_the_mean_of_its_fold_models(honest_fast_search, chur
     assert logged["holdout_roc_auc"] == round(expected, 4)  # the runs table rounds for people
 
 
-def test_registered_model_holdout_comes_from_that_model(honest_fast_search, churn_small):
+def test_registered_model_holdout_comes_from_the_model_it_logs_as_evidence(honest_fast_search,
+                                                                          churn_small):
+    """The holdout scored the selected recipe fitted on the training rows; that model is logged
+    beside the registered one (refit on every labelled row afterwards) as its evidence."""
+    from mlflow_agentic.core import evidence as ev
     from mlflow_agentic.frontdoor.orchestrator import seal
 
     uri, result, tracker = honest_fast_search
     holdout = seal(churn_small, cv=3).holdout.dataset
+    client = mlflow.MlflowClient(uri)
+    version = client.get_model_version("fast-churn", "1")
+    params = client.get_run(version.run_id).data.params
     mlflow.set_tracking_uri(uri)
     try:
+        scored = mlflow.pyfunc.load_model(params[ev.EVIDENCE_MODEL_URI])
         served = mlflow.pyfunc.load_model("models:/fast-churn@challenger")
-        model = served.unwrap_python_model().model
     finally:
         mlflow.set_tracking_uri(None)
-    expected = roc_auc_score(holdout.y == "Yes", model.predict_proba(holdout.X)[:, 1])
-    parent = mlflow.MlflowClient(uri).get_run(tracker.parent_run_id).data.metrics
+
+    def auc(logged) -> float:
+        return roc_auc_score(holdout.y == "Yes",
+                             logged.unwrap_python_model().model.predict_proba(holdout.X)[:, 1])
+
+    expected = auc(scored)
+    parent = client.get_run(tracker.parent_run_id).data.metrics
     assert parent["holdout_roc_auc"] == round(expected, 4)  # the evidence, rounded for people
     assert result.holdout.selected.holdout == pytest.approx(expected, abs=1e-9)
+    assert auc(served) > expected  # the served model has seen these rows: not the evidence
 
 
 def test_an_ensemble_wins_is_registered_and_loads_without_mlflow_agentic(tracking_uri,

@@ -167,9 +167,11 @@ class SearchSettings:
     bag: bool = setting(False, "Serve the selected attempt as the average of the models its "
                         "CV folds fitted (no refit on all rows) whenever they were kept and "
                         "fit the time left.")
-    refit_full: bool = setting(False, "Once the holdout has scored the selected model, serve "
-                               "the same recipe refit on the training and holdout rows (the "
-                               "holdout's evidence stays that of the model it scored).")
+    refit_full: bool = setting(
+        True, "Serve the model the holdout scored (fitted on the training rows only) instead "
+        "of the same recipe refit on the training and holdout rows once the holdout has scored "
+        "it (the default: it won on both benchmark sets; the holdout's evidence stays that of "
+        "the model it scored either way).")
     margin: float = setting(0.01, "How much a candidate must beat the trivial baseline by.",
                             logged_as="verifier_margin", same_on_resume=True)
     selection: str = setting(

@@ -1,8 +1,11 @@
 """Every attempt as code: ``attempt.py``, a short standalone script that rebuilds the attempt's
 pipeline with its hyperparameters from the file the search read, scores it on the search's CV
-folds (the recorded score, to 4 decimals) and fits it on the training rows. An ensemble's or a
-stack's script refits its members and combines them with the recorded weights: the model the
-search served. Databricks AutoML's notebook per trial, as a script a user can edit and rerun."""
+folds (the recorded score, to 4 decimals) and fits it on the training rows: for the selected
+attempt, the model the holdout scored. An ensemble's or a stack's script refits its members and
+combines them with the recorded weights. ``fit(everything)`` is the model the search served when
+it refit the selected recipe on every labelled row (the default; the script is written before the
+holdout has spoken, so it offers that fit rather than doing it). Databricks AutoML's notebook per
+trial, as a script a user can edit and rerun."""
 
 from __future__ import annotations
 
@@ -29,6 +32,7 @@ from mlflow_agentic.data import Dataset
 from mlflow_agentic.engine.cv import make_splits
 from mlflow_agentic.engine.evaluation import cross_validate
 from mlflow_agentic.frontdoor.orchestrator import SplitOptions, seal
+from mlflow_agentic.frontdoor.refit_full import all_rows
 from mlflow_agentic.trainers import get_trainer
 
 DATA = sys.argv[1] if len(sys.argv) > 1 else {source!r}
@@ -40,6 +44,13 @@ task = seal(dataset, split=SplitOptions(**{split!r}), cv={cv!r}, cv_scheme={cv_s
 train = task.briefing.dataset  # the training rows the search searched
 folds = make_splits(train, {n_splits}, SEED, task.briefing.cv_scheme)
 metric = resolve_metric({metric!r}, train.task)
+everything = all_rows(train, task.holdout)  # the training and the holdout rows
+'''
+
+_SERVED = '''
+# If this attempt was selected, the search served fit(everything): the same recipe refit on the
+# training and holdout rows once the holdout had scored `model` (unless it ran with
+# --no-refit-full; the selected attempt's run has the param served_rows).
 '''
 
 _SINGLE = '''
@@ -47,15 +58,20 @@ TRAINER = {trainer!r}
 PARAMS = {params}
 
 
-def pipeline():
+def pipeline(rows=train):
     """This attempt's preprocessing and model, with its hyperparameters."""
-    return get_trainer(TRAINER).pipeline(train, PARAMS, SEED)
+    return get_trainer(TRAINER).pipeline(rows, PARAMS, SEED)
+
+
+def fit(rows):
+    """This attempt fitted on every one of ``rows``, as the search refits it."""
+    return pipeline(rows).fit(rows.X, rows.y)
 
 
 cv = cross_validate(pipeline, train, folds, metric)
 score = sum(cv.fold_scores) / len(cv.fold_scores)
 print(f"CV {{metric.name}} {{score:.4f}} over {{len(folds)}} folds (recorded: {recorded})")
-model = pipeline().fit(train.X, train.y)  # on every training row, as the search's refit
+model = fit(train)  # on every training row, as the search's refit
 '''
 
 _COMBINED = '''
@@ -69,10 +85,17 @@ for name, params in MEMBERS:  # each member's own CV on the search's folds
     cv = cross_validate(lambda: get_trainer(name).pipeline(train, params, SEED), train, folds,
                         metric)
     print(f"member {{name}}: CV {{metric.name}} {{sum(cv.fold_scores) / len(cv.fold_scores):.4f}}")
-fitted = [get_trainer(name).pipeline(train, params, SEED).fit(train.X, train.y)
-          for name, params in MEMBERS]  # on every training row, as the search's refit
-classes = list(train.classes) if train.task != "regression" else None
-model = {combine}
+
+
+def fit(rows):
+    """Each member fitted on every one of ``rows``, combined with the recorded weights."""
+    fitted = [get_trainer(name).pipeline(rows, params, SEED).fit(rows.X, rows.y)
+              for name, params in MEMBERS]
+    classes = list(rows.classes) if rows.task != "regression" else None
+    return {combine}
+
+
+model = fit(train)  # on every training row, as the search's refit
 print("combined as the search combined them; its own CV (recorded: {recorded}) is nested: the "
       "weights were chosen on other folds' rows, fold by fold (see the attempt's run)")
 '''
@@ -108,22 +131,24 @@ def attempt_script(record: AttemptRecord, recipe: dict, members: dict[int, tuple
         head["what"] = ("scores it on the search's CV folds and fits it on every training "
                         "row.")
         return (_HEAD.format(**head) + _SINGLE.format(
-            trainer=trainer, params=_literal(plain(record.params)), recorded=recorded))
+            trainer=trainer, params=_literal(plain(record.params)), recorded=recorded)
+            + _SERVED)
     indices = list(record.params.get("members", []))
     if any(i not in members for i in indices):
         return None
     head["what"] = ("refits its members on every training row and combines them with the "
-                    "recorded weights: the model the search served.")
+                    "recorded weights.")
     listed = [(members[i][0], plain(members[i][1])) for i in indices]
     if trainer == "stack":
         args = (f"COEF = {_literal(plain(record.params['coef']))}\n"
                 f"INTERCEPT = {_literal(plain(record.params['intercept']))}")
-        combine = "StackedEnsemble(fitted, COEF, INTERCEPT, classes, train.task)"
+        combine = "StackedEnsemble(fitted, COEF, INTERCEPT, classes, rows.task)"
     else:
         args = f"WEIGHTS = {_literal(plain(record.params['weights']))}"
         combine = "WeightedEnsemble(fitted, WEIGHTS, classes)"
     return _HEAD.format(**head) + _COMBINED.format(
-        members=_literal(listed), combine_args=args, combine=combine, recorded=recorded)
+        members=_literal(listed), combine_args=args, combine=combine, recorded=recorded
+    ) + _SERVED
 
 
 def _literal(value: Any) -> str:
