@@ -184,3 +184,15 @@ def test_task_regression_reads_whole_number_scores_as_numbers(tracking_uri, tmp_
     told = invoke(*common, "--task", "regression")
     assert told.exit_code == 0, told.output
     assert "rmse=" in told.output
+
+
+def test_the_served_line_says_which_rows_and_is_absent_when_nothing_is_served(tracking_uri,
+                                                                              small_csv):
+    """By default the served model is refit on every labelled row, and the command says so; a
+    search that served nothing (its budget spent before the loop) says nothing of a model."""
+    served = invoke("--data", small_csv, "--trainers", "linear", "--max-iterations", "1")
+    assert served.exit_code == 0, served.output
+    assert "served: refit on all 300 labelled rows (training + holdout)" in served.output
+    nothing = invoke("--data", small_csv, "--time-budget", "3")
+    assert nothing.exit_code == 0, nothing.output
+    assert "nothing verified" in nothing.output and "served:" not in nothing.output

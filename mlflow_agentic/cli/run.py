@@ -202,7 +202,7 @@ def _report(outcome, tracker, kwargs: dict) -> None:
     if result.evidence_model is not None:
         click.echo(f"served: refit on all {result.served_rows} labelled rows (training + "
                    "holdout); the holdout scores above are the same recipe's before")
-    elif result.served_note:
+    elif result.served_note and result.model is not None:  # no line when nothing is served
         click.secho(f"served: fitted on the training rows only ({result.served_note})",
                     fg="yellow")
     for line in result.problems():  # said even with --quiet
