@@ -10,9 +10,9 @@ from mlflow_agentic.core.types import AttemptRecord, SolutionCandidate, Verdict
 from mlflow_agentic.engine.budget import ENSEMBLE_MEMBERS, LoopBudget
 
 
-def attempt(score: float) -> AttemptRecord:
+def attempt(score: float, trainer: str = "linear") -> AttemptRecord:
     attempt.count = getattr(attempt, "count", 0) + 1  # each attempt its own index, as a search
-    return AttemptRecord(SolutionCandidate("linear", {}), score, Verdict(True, "ok", score),
+    return AttemptRecord(SolutionCandidate(trainer, {}), score, Verdict(True, "ok", score),
                          index=attempt.count)
 
 
@@ -128,3 +128,48 @@ def test_a_budget_spent_before_the_loop_starts_no_attempt_and_says_so(churn_smal
     run = result.run
     assert run.attempts == [] and run.model is None and run.stop.kind is StopKind.TIME
     assert "before the search" in run.stop.detail and "--time-budget" in run.stop.detail
+
+
+def test_in_the_last_stretch_the_refit_kept_back_is_the_standing_ensembles():
+    """The likely members are guessed ahead (each trainer's best); near the end the ensemble
+    as it stands is known, and only its members' refit is kept back: a slow trainer's attempt
+    the ensemble left out no longer ends the loop seconds early."""
+    b = budget(after_loop=True, workers=2)
+    slow = attempt(0.90, "random_forest")
+    quick = [attempt(0.80 + i / 100) for i in range(3)]
+    b.note_refit_cost(slow, fit_seconds=9.0, n_folds=1, preprocess_seconds=0.0)
+    for record in quick:
+        b.note_refit_cost(record, fit_seconds=1.0, n_folds=1, preprocess_seconds=0.0)
+    assert b.refit_estimate == pytest.approx(1.3 * 9.0)  # the forest is a likely member
+    chosen = [quick[-1].index, quick[-2].index]
+    b.members_now = lambda: chosen
+    early = b.deadline()  # far from the end: the estimate made ahead
+    assert early == pytest.approx(b.started + 60 - 1.0 - 2.3 * 1.3 * 9.0, abs=1e-6)
+    b.started -= 55  # as if 55 s were spent: the last stretch
+    late = b.deadline()
+    assert late == pytest.approx(b.started + 60 - 1.0 - 2.3 * 1.3 * 1.0, abs=1e-6)
+    assert b.kept == pytest.approx(2.3 * 1.3)
+    b.members_now = lambda: [*chosen, 999]  # a member whose cost is unknown: the guess stays
+    assert b.deadline() == pytest.approx(b.started + 60 - 1.0 - 2.3 * 1.3 * 9.0, abs=1e-6)
+
+
+def test_the_standing_ensemble_is_the_one_the_ensemble_step_chooses(churn_small):
+    """What the budget keeps time back for is what the step after the loop then picks."""
+    from mlflow_agentic.engine.loop import AgenticAutoML
+    from mlflow_agentic.engine.refit import ENSEMBLE
+    from mlflow_agentic.engine.steps import EnsembleStep
+    from mlflow_agentic.proposers.sequence import SequenceProposer
+
+    candidates = [SolutionCandidate("hist_gradient_boosting", {"max_iter": 40}),
+                  SolutionCandidate("linear", {"C": 1.0}),
+                  SolutionCandidate("random_forest", {"n_estimators": 30}),
+                  SolutionCandidate("hist_gradient_boosting", {"max_iter": 80,
+                                                               "learning_rate": 0.05})]
+    automl = AgenticAutoML(SequenceProposer(candidates), cv=3, n_jobs=1,
+                           trainers=["hist_gradient_boosting", "linear", "random_forest"],
+                           after_loop=[EnsembleStep()], time_budget=600)
+    run = automl.solve(churn_small)
+    standing = automl.budget.members_now
+    assert standing is not None  # the loop's budget asked it after every batch
+    ensemble = next(a for a in run.attempts if a.candidate.trainer == ENSEMBLE)
+    assert sorted(standing()) == sorted(ensemble.params["members"])

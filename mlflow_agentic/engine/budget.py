@@ -9,7 +9,7 @@ resumed search's loop had ended.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from mlflow_agentic.core.settings import SearchSettings
 from mlflow_agentic.core.types import AttemptRecord, StopKind, StopReason
@@ -68,10 +68,17 @@ class LoopBudget:
         self.n_folds = 1
         self.workers = 1
         """How many refits run at once (the loop sets its worker count)."""
+        self.members_now: Callable[[], Sequence[int]] | None = None
+        """The members the ensemble step would choose now (attempt indices; the loop sets it
+        when an ensemble follows): in the last stretch the refit kept back is theirs, not the
+        likely members' guessed ahead."""
+        self.kept = 0.0
+        """The seconds the last ``deadline()`` kept back for the refit."""
 
     def start(self) -> None:
         self.started = time.perf_counter()
         self.refit_estimate, self.refit_costs, self.model_mb, self.trainer = 0.0, {}, {}, {}
+        self.kept = 0.0
 
     def elapsed(self) -> float:
         return time.perf_counter() - self.started
@@ -97,10 +104,16 @@ class LoopBudget:
         self.trainer[record.index] = record.candidate.trainer
         ranked = sorted(self.refit_costs, key=lambda i: self.refit_costs[i], reverse=True)
         members = ENSEMBLE_MEMBERS if self.after_loop else 1
-        likely = diverse_first(ranked, self.trainer.__getitem__)[:members]
-        costs = [self.refit_costs[i][1] for i in likely]
-        self.refit_estimate = (max(max(costs), sum(costs) / max(self.workers, 1))
-                               + self.logging_seconds(REFIT_GROWTH * self._fold_mb(likely)))
+        self.refit_estimate = self.refit_seconds(
+            diverse_first(ranked, self.trainer.__getitem__)[:members])
+
+    def refit_seconds(self, indices: Sequence[int]) -> float:
+        """Refitting these attempts side by side on the workers, and logging the model."""
+        costs = [self.refit_costs[i][1] for i in indices if i in self.refit_costs]
+        if not costs:
+            return 0.0
+        return (max(max(costs), sum(costs) / max(self.workers, 1))
+                + self.logging_seconds(REFIT_GROWTH * self._fold_mb(indices)))
 
     def _fold_mb(self, indices) -> float:
         """One fold model's size (MB) of each of these attempts, summed (0 where not kept)."""
@@ -136,7 +149,16 @@ class LoopBudget:
             return None
         reserve = min(AFTER_LOOP_RESERVE_SECONDS, 0.1 * budget) if self.after_loop else 0.0
         refits = 1 + (FULL_REFIT if self.settings.refit_full else 0.0)
-        return self.started + budget - refits * self.refit_estimate - reserve
+        end = self.started + budget - reserve
+        kept = refits * self.refit_estimate
+        if self.members_now is not None and time.perf_counter() >= end - 2 * kept:
+            # the last stretch: keep back the refit of the ensemble as it stands (measured
+            # costs of its actual members), not of the likely members guessed ahead
+            members = self.members_now()
+            if members and all(i in self.refit_costs for i in members):
+                kept = refits * self.refit_seconds(members)
+        self.kept = kept
+        return end - kept
 
     def spent(self, n_attempts: int) -> StopReason | None:
         """Why the budget stops the search now, or None while some is left."""
@@ -155,7 +177,8 @@ class LoopBudget:
         deadline = self.deadline()
         if deadline is not None and time.perf_counter() >= deadline:
             return StopReason(StopKind.TIME, f"time budget spent: {self.elapsed():.1f}s of "
-                              f"{self.seconds:.1f}s (time for the refit kept back)")
+                              f"{self.seconds:.1f}s ({self.kept:.1f}s kept back for the "
+                              "refit)")
         return None
 
     def exhausted(self, iterations: int, patience_left: int | None) -> StopReason | None:

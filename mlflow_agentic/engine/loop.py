@@ -154,6 +154,10 @@ class AgenticAutoML:
     def _search(self, ctx: SearchContext, pool: WorkerPool) -> EngineeringRun:
         s = self.settings
         history: list[AttemptRecord] = []
+        standing = [getattr(step, "standing", lambda *_: None)(self, ctx, history)
+                    for step in self.after_loop]
+        if len(standing) == 1:  # the ensemble alone: its members are known as the loop runs
+            self.budget.members_now = standing[0]
         self.proposer.start(ctx)
         seeds = self.proposer.propose_initial(ctx.dataset, list(ctx.trainers))
         if isinstance(seeds, SolutionCandidate) or seeds is None:

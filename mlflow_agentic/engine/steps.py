@@ -8,12 +8,13 @@ A step is a step of the search (``search_sealed`` adds the ensemble when
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from mlflow_agentic.core.types import AttemptRecord, SolutionCandidate, best_first
-from mlflow_agentic.engine.ensemble import MAX_MEMBERS, blend, select_ensemble
+from mlflow_agentic.engine.ensemble import MAX_MEMBERS, blend, greedy_weights, select_ensemble
 from mlflow_agentic.engine.refit import ENSEMBLE, STACK
 from mlflow_agentic.engine.selection import diverse_first
 from mlflow_agentic.engine.stacking import select_stack
@@ -41,6 +42,12 @@ class CombiningStep:
     def choose(self, loop: AgenticAutoML, ctx: SearchContext, pool: list[AttemptRecord]):
         raise NotImplementedError
 
+    def standing(self, loop: AgenticAutoML, ctx: SearchContext,
+                 history: list[AttemptRecord]) -> Callable[[], list[int]] | None:
+        """``() -> the members this step would choose now`` (cheaply, while the loop runs: its
+        budget keeps back their refit), or None when that is not known ahead."""
+        return None
+
     def describe(self, choice, members: list[AttemptRecord]) -> SolutionCandidate:
         raise NotImplementedError
 
@@ -49,11 +56,8 @@ class CombiningStep:
 
     def __call__(self, loop: AgenticAutoML, ctx: SearchContext,
                  history: list[AttemptRecord]) -> AttemptRecord | None:
-        ranked = diverse_first(best_first(
-            a for a in history if a.index in loop.oof
-            and a.candidate.code is None), lambda a: a.candidate.trainer)  # code: sandbox refit
         pool: list[AttemptRecord] = []
-        for a in ranked:  # members whose refit, side by side, still fits the time budget
+        for a in candidates(loop, history):  # members whose refit, side by side, fits in time
             if len(pool) < MAX_MEMBERS and loop.budget.refit_fits([*pool, a],
                                                                   tolerance=not pool):
                 pool.append(a)
@@ -83,6 +87,38 @@ class CombiningStep:
         return record
 
 
+def candidates(loop: AgenticAutoML, history: list[AttemptRecord]) -> list[AttemptRecord]:
+    """The attempts a combination may take, best first with each trainer's best first (code
+    mode's are refit in their sandbox: not members)."""
+    return diverse_first(best_first(a for a in history if a.index in loop.oof
+                                    and a.candidate.code is None),
+                         lambda a: a.candidate.trainer)
+
+
+class StandingEnsemble:
+    """The members greedy ensemble selection picks from the attempts so far: its weights on
+    every row (the nested scoring, which only scores the choice, skipped). Recomputed only
+    when the best ``MAX_MEMBERS`` candidates change, so the loop may ask after every batch."""
+
+    def __init__(self, loop: AgenticAutoML, ctx: SearchContext,
+                 history: list[AttemptRecord]) -> None:
+        self.loop, self.ctx, self.history = loop, ctx, history
+        self.key: tuple[int, ...] = ()
+        self.members: list[int] = []
+
+    def __call__(self) -> list[int]:
+        pool = candidates(self.loop, self.history)[:MAX_MEMBERS]
+        key = tuple(a.index for a in pool)
+        if key != self.key:
+            self.key, self.members = key, list(key[:1])
+            if len(pool) > 1:
+                y = self.ctx.dataset.y.to_numpy()
+                counts = greedy_weights([self.loop.oof[i] for i in key], y, np.arange(len(y)),
+                                        self.ctx.metric, tuple(self.ctx.dataset.classes))
+                self.members = [i for i, c in zip(key, counts, strict=True) if c > 0]
+        return self.members
+
+
 class EnsembleStep(CombiningStep):
     """Greedy ensemble selection: the members' weighted average (``engine.ensemble``)."""
 
@@ -92,6 +128,9 @@ class EnsembleStep(CombiningStep):
         return select_ensemble([(a.index, loop.oof[a.index]) for a in pool],
                                ctx.dataset.y.to_numpy(), loop.runner.folds.splits, ctx.metric,
                                tuple(ctx.dataset.classes))
+
+    def standing(self, loop, ctx, history):
+        return StandingEnsemble(loop, ctx, history)
 
     def describe(self, choice, members):
         return SolutionCandidate(
