@@ -1,5 +1,5 @@
 """``python -m mlflow_agentic``: the CLI (used by the MLproject, which needs no install)."""
 
-from mlflow_agentic.cli import main
+from mlflow_agentic.cli.entry import entry
 
-main(prog_name="mlflow-agentic")
+entry()
