@@ -148,7 +148,7 @@ def test_in_the_last_stretch_the_refit_kept_back_is_the_standing_ensembles():
     b.started -= 55  # as if 55 s were spent: the last stretch
     late = b.deadline()
     assert late == pytest.approx(b.started + 60 - 1.0 - 2.3 * 1.3 * 1.0, abs=1e-6)
-    assert b.kept == pytest.approx(2.3 * 1.3)
+    assert b.kept_back(b.started + 59.0) == pytest.approx(2.3 * 1.3)
     b.members_now = lambda: [*chosen, 999]  # a member whose cost is unknown: the guess stays
     assert b.deadline() == pytest.approx(b.started + 60 - 1.0 - 2.3 * 1.3 * 9.0, abs=1e-6)
 

@@ -72,13 +72,10 @@ class LoopBudget:
         """The members the ensemble step would choose now (attempt indices; the loop sets it
         when an ensemble follows): in the last stretch the refit kept back is theirs, not the
         likely members' guessed ahead."""
-        self.kept = 0.0
-        """The seconds the last ``deadline()`` kept back for the refit."""
 
     def start(self) -> None:
         self.started = time.perf_counter()
         self.refit_estimate, self.refit_costs, self.model_mb, self.trainer = 0.0, {}, {}, {}
-        self.kept = 0.0
 
     def elapsed(self) -> float:
         return time.perf_counter() - self.started
@@ -108,11 +105,10 @@ class LoopBudget:
             diverse_first(ranked, self.trainer.__getitem__)[:members])
 
     def refit_seconds(self, indices: Sequence[int]) -> float:
-        """Refitting these attempts side by side on the workers, and logging the model."""
-        costs = [self.refit_costs[i][1] for i in indices if i in self.refit_costs]
-        if not costs:
-            return 0.0
-        return (max(max(costs), sum(costs) / max(self.workers, 1))
+        """Refitting these attempts side by side on the workers, and logging the model (an
+        attempt without a measured cost counts nothing)."""
+        costs = [self.refit_costs.get(i, (0.0, 0.0))[1] for i in indices]
+        return (max(max(costs, default=0.0), sum(costs) / max(self.workers, 1))
                 + self.logging_seconds(REFIT_GROWTH * self._fold_mb(indices)))
 
     def _fold_mb(self, indices) -> float:
@@ -138,18 +134,24 @@ class LoopBudget:
         if bag:
             mb = self.n_folds * self._fold_mb(indices)
             return SHIP_SECONDS_PER_MB * mb + self.logging_seconds(mb) <= left
-        left -= self.logging_seconds(REFIT_GROWTH * self._fold_mb(indices))
-        costs = [self.refit_costs.get(i, (0.0, 0.0))[1] for i in indices]
-        return max(costs, default=0.0) <= left and sum(costs) / max(self.workers, 1) <= left
+        return self.refit_seconds(indices) <= left
 
     def deadline(self) -> float | None:
         """When the loop must stop (a ``time.perf_counter()`` value), or None."""
-        budget = self.seconds
-        if budget is None:
+        end = self._end()
+        return None if end is None else end - self.kept_back(end)
+
+    def _end(self) -> float | None:
+        """The loop's end with the steps after it kept back, before the refit's share."""
+        if self.seconds is None:
             return None
-        reserve = min(AFTER_LOOP_RESERVE_SECONDS, 0.1 * budget) if self.after_loop else 0.0
+        reserve = (min(AFTER_LOOP_RESERVE_SECONDS, 0.1 * self.seconds) if self.after_loop
+                   else 0.0)
+        return self.started + self.seconds - reserve
+
+    def kept_back(self, end: float) -> float:
+        """The seconds kept back before ``end`` for the refit (and the refit on all rows)."""
         refits = 1 + (FULL_REFIT if self.settings.refit_full else 0.0)
-        end = self.started + budget - reserve
         kept = refits * self.refit_estimate
         if self.members_now is not None and time.perf_counter() >= end - 2 * kept:
             # the last stretch: keep back the refit of the ensemble as it stands (measured
@@ -157,8 +159,7 @@ class LoopBudget:
             members = self.members_now()
             if members and all(i in self.refit_costs for i in members):
                 kept = refits * self.refit_seconds(members)
-        self.kept = kept
-        return end - kept
+        return kept
 
     def spent(self, n_attempts: int) -> StopReason | None:
         """Why the budget stops the search now, or None while some is left."""
@@ -174,11 +175,11 @@ class LoopBudget:
             return StopReason(StopKind.TIME, f"time budget spent before the search: loading, "
                               f"sealing and the recording after it need the whole "
                               f"{s.time_budget or 0:g}s; give a larger --time-budget")
-        deadline = self.deadline()
-        if deadline is not None and time.perf_counter() >= deadline:
+        end = self._end()
+        kept = 0.0 if end is None else self.kept_back(end)
+        if end is not None and time.perf_counter() >= end - kept:
             return StopReason(StopKind.TIME, f"time budget spent: {self.elapsed():.1f}s of "
-                              f"{self.seconds:.1f}s ({self.kept:.1f}s kept back for the "
-                              "refit)")
+                              f"{self.seconds:.1f}s ({kept:.1f}s kept back for the refit)")
         return None
 
     def exhausted(self, iterations: int, patience_left: int | None) -> StopReason | None:

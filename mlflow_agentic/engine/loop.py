@@ -154,10 +154,9 @@ class AgenticAutoML:
     def _search(self, ctx: SearchContext, pool: WorkerPool) -> EngineeringRun:
         s = self.settings
         history: list[AttemptRecord] = []
-        standing = [getattr(step, "standing", lambda *_: None)(self, ctx, history)
-                    for step in self.after_loop]
-        if len(standing) == 1:  # the ensemble alone: its members are known as the loop runs
-            self.budget.members_now = standing[0]
+        if len(self.after_loop) == 1:  # the ensemble alone: its members are known as it runs
+            standing = getattr(self.after_loop[0], "standing", None)
+            self.budget.members_now = standing and standing(self, ctx, history)
         self.proposer.start(ctx)
         seeds = self.proposer.propose_initial(ctx.dataset, list(ctx.trainers))
         if isinstance(seeds, SolutionCandidate) or seeds is None:
