@@ -6,6 +6,8 @@ one on the search's own holdout (the served one has seen it)."""
 from __future__ import annotations
 
 import dataclasses
+import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,7 +15,8 @@ import pytest
 from mlflow_agentic.core import evidence as ev
 from mlflow_agentic.data import Dataset
 from mlflow_agentic.data.split import Holdout
-from mlflow_agentic.frontdoor.refit_full import why_not
+from mlflow_agentic.engine.parallel import WorkerPool
+from mlflow_agentic.frontdoor.refit_full import serve_on_all_rows, why_not
 from tests.conftest import promote_cli, registered_search
 
 NAME = "churn-full"
@@ -79,6 +82,35 @@ def test_when_the_served_model_cannot_be_refit_on_all_rows_it_says_why(full):
     assert "would not fit the time left" in why_not(dataclasses.replace(
         run, refit_seconds=60.0), rows, holdout, finish_by=0.0)
     assert why_not(run, rows, holdout, None) == ""
+
+
+def live_children() -> set[int]:
+    """This process's child processes that are running (not yet-unreaped dead ones)."""
+    me, found = str(os.getpid()), set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            state, parent = stat.read_text().rsplit(")", 1)[1].split()[:2]
+        except (OSError, IndexError, ValueError):
+            continue
+        if parent == me and state != "Z":
+            found.add(int(stat.parent.name))
+    return found
+
+
+def test_after_a_spent_budget_stopped_the_workers_the_refit_on_all_rows_starts_none(full):
+    """A budget spent mid-fold kills the search's workers; fresh ones spend about 2 s importing
+    with a core busy (the whole refit of a 20 s search took 0.5-1.3 s): the refit on all rows
+    then runs in this process, as the first refit does."""
+    pool = WorkerPool(2)
+    assert pool.submit(int, "7").result() == 7  # the search's workers are up
+    pool.abort()  # the time budget ran out while they fitted folds
+    before = live_children()
+    run = dataclasses.replace(full.result.run)
+    train = full.result.briefing.dataset
+    holdout = Holdout(train, "stratified", 0.2)  # its rows, as more labelled rows
+    assert serve_on_all_rows(run, train, holdout, pool) == ""
+    assert run.served_rows == 2 * train.n_rows and run.model is not full.result.run.model
+    assert live_children() <= before  # no worker was started for it
 
 
 @pytest.mark.slow

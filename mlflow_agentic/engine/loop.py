@@ -93,6 +93,8 @@ class AgenticAutoML:
         """Out-of-fold predictions of the verified attempts (what the ensemble blends)."""
         self.extras: dict[int, np.ndarray] = {}
         self.runner: BatchRunner | None = None
+        self.pool = WorkerPool(1)
+        """The search's workers (``solve`` starts them; a refit after it asks ``refit_pool``)."""
 
     def solve(self, dataset) -> EngineeringRun:
         """Run the search on ``dataset`` (all of whose rows are training rows)."""
@@ -101,7 +103,7 @@ class AgenticAutoML:
         context, splits = self._context(dataset)
         s = self.settings
         self.budget.workers = self.n_jobs
-        pool = WorkerPool(self.n_jobs, s.backend, s.backend_address)
+        self.pool = pool = WorkerPool(self.n_jobs, s.backend, s.backend_address)
         if self.sandbox is None:  # code mode fits in the sandbox, not in these workers
             pool.warm_up()  # they import the scientific stack while the baseline and tracking run
         self.runner = BatchRunner(FoldData.for_pool(dataset, splits, self.extra_X, pool),

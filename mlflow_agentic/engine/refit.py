@@ -37,6 +37,13 @@ def fit_pipeline(pipeline, X, y):
     return pipeline.fit(X, y)
 
 
+def refit_pool(pool: WorkerPool) -> WorkerPool:
+    """The workers a refit after the search runs on: the search's, unless a spent time budget
+    stopped them mid-fold; then this process, one fit after another (fresh workers spend about
+    2 s importing the scientific stack under load, more than the refits of a 20 s search)."""
+    return pool if pool.warm else WorkerPool(1)
+
+
 def refit(history, best, dataset, pool: WorkerPool, random_state: int = 0, code_refit=None):
     """``(model, seconds, record)``: the best verified attempt refit on all rows; if that fails,
     the next best (an ensemble falls back to the best single attempt). ``code_refit(record)``:
@@ -46,8 +53,7 @@ def refit(history, best, dataset, pool: WorkerPool, random_state: int = 0, code_
         ranked.remove(best)
         ranked.insert(0, best)
     by_index = {a.index: a for a in history}
-    if not pool.warm:  # workers were stopped by a spent budget: fresh ones cost seconds
-        pool = WorkerPool(1)
+    pool = refit_pool(pool)
     for record in ranked:
         start = time.perf_counter()
         try:

@@ -112,10 +112,12 @@ class StandingEnsemble:
         if key != self.key:
             self.key, self.members = key, list(key[:1])
             if len(pool) > 1:
+                started = time.perf_counter()
                 y = self.ctx.dataset.y.to_numpy()
                 counts = greedy_weights([self.loop.oof[i] for i in key], y, np.arange(len(y)),
                                         self.ctx.metric, tuple(self.ctx.dataset.classes))
                 self.members = [i for i, c in zip(key, counts, strict=True) if c > 0]
+                self.loop.budget.note_selection(time.perf_counter() - started)
         return self.members
 
 
