@@ -174,19 +174,38 @@ def test_the_standing_ensemble_is_the_one_the_ensemble_step_chooses(churn_small)
     ensemble = next(a for a in run.attempts if a.candidate.trainer == ENSEMBLE)
     assert sorted(standing()) == sorted(ensemble.params["members"])
 
+    # an ensemble that would not beat choosing the best single attempt is not kept back for:
+    # that attempt alone is (a scripted selection scored just either side of the bar)
+    from mlflow_agentic.engine.ensemble import EnsembleChoice
+    from mlflow_agentic.engine.selection import nested_best
+
+    class Scripted(EnsembleStep):
+        def __init__(self, score: float) -> None:
+            self.score, self.members = score, ()
+
+        def choose(self, loop, ctx, pool):
+            self.members = (pool[1].index, pool[2].index)
+            return EnsembleChoice(self.members, (0.5, 0.5), (self.score,) * 3)
+
+    singles = [a for a in run.attempts if a.candidate.trainer != ENSEMBLE]
+    bar, best = nested_best(singles), max(singles, key=lambda a: a.score)
+    for score, single in ((bar - 1e-6, True), (bar + 1e-6, False)):
+        step = Scripted(score)
+        standing.step, standing.key = step, ()
+        assert standing() == ([best.index] if single else list(step.members))
+
 
 def test_a_measured_selection_keeps_back_its_own_time_not_the_fixed_second():
-    """The step after the loop runs greedy selection once per fold and once on all rows: once
-    the standing ensemble has timed one run, that (times the folds, plus its record) is kept
-    back instead of ``AFTER_LOOP_RESERVE_SECONDS`` (0.2-0.6 s measured where 1 s was kept);
-    a slow selection keeps back no more than the fixed second."""
+    """Once the standing ensemble has timed the step's selection on the attempts so far, that
+    (and its record) is kept back instead of ``AFTER_LOOP_RESERVE_SECONDS`` (0.2-0.6 s
+    measured where 1 s was kept); a slow selection keeps back no more than the fixed second."""
     from mlflow_agentic.engine.budget import AFTER_LOOP_RESERVE_SECONDS, SELECTION_RECORD_SECONDS
 
     b = budget(after_loop=True)
     b.note_refit_cost(attempt(0.8), fit_seconds=3.0, n_folds=3, preprocess_seconds=0.0)
     guessed = b.deadline()
     b.note_selection(0.05)
-    measured = 4 * 0.05 + SELECTION_RECORD_SECONDS
+    measured = 0.05 + SELECTION_RECORD_SECONDS
     assert b.deadline() - guessed == pytest.approx(AFTER_LOOP_RESERVE_SECONDS - measured)
     b.note_selection(5.0)
     assert b.deadline() == pytest.approx(guessed)
