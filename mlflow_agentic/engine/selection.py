@@ -17,8 +17,8 @@ from typing import TypeVar
 from mlflow_agentic.core.settings import SELECTION_RULES
 from mlflow_agentic.core.types import AttemptRecord, best_first
 
-__all__ = ["SELECTION_RULES", "combination_wins", "diverse_first", "fit_cost", "nested_best",
-           "select", "ties"]
+__all__ = ["SELECTION_RULES", "beats_choosing", "combination_wins", "diverse_first", "fit_cost",
+           "nested_best", "select", "ties"]
 T = TypeVar("T")
 BAG_KEEP = 8
 """The best attempts whose fold models are kept (an ensemble keeps about 4 members)."""
@@ -75,6 +75,16 @@ def nested_best(history: Sequence[AttemptRecord]) -> float | None:
     return sum(picked) / k
 
 
+def beats_choosing(score: float, best: AttemptRecord, history: Sequence[AttemptRecord]) -> bool:
+    """Whether a combination's nested CV ``score`` beats choosing ``best``: a single attempt
+    weighed by ``nested_best`` (what choosing it is worth), a combination by its own score."""
+    from mlflow_agentic.engine.refit import COMBINERS
+
+    nested = None if best.candidate.trainer in COMBINERS else nested_best(history)
+    bar = best.score if nested is None else nested
+    return score > bar if best.greater_is_better else score < bar
+
+
 def combination_wins(record: AttemptRecord, best: AttemptRecord | None,
                      history: Sequence[AttemptRecord]) -> tuple[bool, str]:
     """Whether a combination (ensemble, stack) with its nested CV score ``record.score``
@@ -87,12 +97,11 @@ def combination_wins(record: AttemptRecord, best: AttemptRecord | None,
         return False, ""
     if best is None:
         return True, ""
-    nested = None if best.candidate.trainer in COMBINERS else nested_best(history)
-    bar = best.score if nested is None else nested
-    if record.utility <= (bar if best.greater_is_better else -bar):
+    if not beats_choosing(record.score, best, history):
         return False, ""
     if record.utility >= best.utility:
         return True, ""
+    nested = nested_best(history)  # beaten, not by the CV score: a single ``best``'s nested
     singles = sum(a.selectable and a.candidate.trainer not in COMBINERS for a in history)
     return True, (f"the {record.candidate.trainer} (nested CV {record.score:.4f}) is worth more "
                   f"than choosing the best of {singles} single attempts by CV ({nested:.4f} "

@@ -16,7 +16,7 @@ import numpy as np
 from mlflow_agentic.core.types import AttemptRecord, SolutionCandidate, best_first
 from mlflow_agentic.engine.ensemble import MAX_MEMBERS, blend, select_ensemble
 from mlflow_agentic.engine.refit import ENSEMBLE, STACK
-from mlflow_agentic.engine.selection import diverse_first, nested_best
+from mlflow_agentic.engine.selection import beats_choosing, diverse_first
 from mlflow_agentic.engine.stacking import select_stack
 from mlflow_agentic.trainers.stacked import stack_features, stack_output
 
@@ -98,9 +98,9 @@ def candidates(loop: AgenticAutoML, history: list[AttemptRecord]) -> list[Attemp
 class StandingEnsemble:
     """The attempts the ensemble step would serve from the attempts so far: its members when
     the ensemble it chooses (the same greedy selection, nested-scored) beats the best single
-    attempt as ``combination_wins`` weighs it, else that attempt alone (an ensemble kept back
-    for but not chosen had left 4.3 s of a 20 s search unused). Recomputed only when the best
-    ``MAX_MEMBERS`` candidates change, so the loop may ask after every batch."""
+    attempt by the loop's own test (``beats_choosing``), else that attempt alone (an ensemble
+    kept back for but not chosen had left 4.3 s of a 20 s search unused). Recomputed only when
+    the best ``MAX_MEMBERS`` candidates change, so the loop may ask after every batch."""
 
     def __init__(self, step: EnsembleStep, loop: AgenticAutoML, ctx: SearchContext,
                  history: list[AttemptRecord]) -> None:
@@ -117,15 +117,9 @@ class StandingEnsemble:
                 started = time.perf_counter()
                 choice = self.step.choose(self.loop, self.ctx, pool)
                 self.loop.budget.note_selection(time.perf_counter() - started)
-                if choice is not None and self._beats(choice.score, pool[0]):
+                if choice is not None and beats_choosing(choice.score, pool[0], self.history):
                     self.members = list(choice.members)
         return self.members
-
-    def _beats(self, score: float, best: AttemptRecord) -> bool:
-        """Whether a nested ``score`` beats choosing ``best`` (``combination_wins``' bar)."""
-        nested = nested_best(self.history)
-        bar = best.score if nested is None else nested
-        return score > bar if self.ctx.metric.greater_is_better else score < bar
 
 
 class EnsembleStep(CombiningStep):
