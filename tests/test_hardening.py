@@ -409,7 +409,10 @@ def test_a_server_down_past_the_search_leaves_a_journal_that_flush_sends_once(
     refs = {json.loads(line).get("ref") for line in journal.read_text().splitlines()} - {None}
     n_attempts = len({r for r in refs if r.startswith("attempt:")})
     asked = len(llm.requests)
-    assert {f"call:{n}" for n in range(1, asked + 1)} <= refs  # the calls' traces wait too
+    journaled = sorted(int(r.split(":")[1]) for r in refs if r.startswith("call:"))
+    # the calls made once the server was down wait too (a call made in the instant between the
+    # first attempt's end and the server's stop reached the store: seen once under CI's load)
+    assert journaled and journaled == list(range(journaled[0], asked + 1)), (journaled, asked)
 
     cli = [sys.executable, "-m", "mlflow_agentic"]
     env = {**os.environ, "MLFLOW_TRACKING_URI": uri, "PYTHONPATH": str(ROOT),
