@@ -111,7 +111,7 @@ class AgenticAutoML:
                                   _pruner(self.settings), s.seed, self.sandbox)
         try:  # a failure from here on ends the observers' records too (FAILED, with why)
             self.observers.notify("on_search_start", context)
-            run = self._search(context, pool)
+            run = self._search(context)
             run.wall_seconds = self.budget.elapsed()
             run.preprocess_seconds = self.runner.folds.preprocess_seconds
             self.observers.notify("on_search_end", run)
@@ -153,7 +153,7 @@ class AgenticAutoML:
         return self.runner
 
     # ---- the loop ---------------------------------------------------------------------------
-    def _search(self, ctx: SearchContext, pool: WorkerPool) -> EngineeringRun:
+    def _search(self, ctx: SearchContext) -> EngineeringRun:
         s = self.settings
         history: list[AttemptRecord] = []
         if len(self.after_loop) == 1:  # the ensemble alone: its members are known as it runs
@@ -185,9 +185,9 @@ class AgenticAutoML:
                     best, patience_left = record, s.patience
                 elif patience_left is not None:
                     patience_left -= 1
-        return self._conclude(ctx, pool, history, best, stop, iterations)
+        return self._conclude(ctx, history, best, stop, iterations)
 
-    def _conclude(self, ctx: SearchContext, pool: WorkerPool, history: list[AttemptRecord],
+    def _conclude(self, ctx: SearchContext, history: list[AttemptRecord],
                   best: AttemptRecord | None, stop: StopReason | None,
                   iterations: int) -> EngineeringRun:
         """The steps after the loop, the selection (the proposer's, when it submits), the
@@ -213,7 +213,7 @@ class AgenticAutoML:
         bag = model is not None  # the fold models' average, already fitted: no refit
         if s.refit and not bag:
             model, refit_seconds, best = refit(
-                history, best, ctx.dataset, pool, s.seed,
+                history, best, ctx.dataset, self.pool, s.seed,
                 code_refit=lambda record: refit_code(self.sandbox, self._batches().folds.dataset,
                                                      record.candidate.code,
                                                      dropped_columns(record.candidate)))
