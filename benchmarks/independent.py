@@ -166,13 +166,15 @@ def write_split(name: str, seed: int, folder: Path, files: tuple[str, ...]) -> N
 
 # ---- the systems -------------------------------------------------------------------------------
 def run_ours(folder: Path, target: str, budget: float, seed: int, work: Path,
-             extra: tuple[str, ...] = ()) -> dict:
-    """The whole command on the training rows (a fresh sqlite store), then ``predict``."""
+             extra: tuple[str, ...] = (), regression: bool = False) -> dict:
+    """The whole command on the training rows (a fresh sqlite store), then ``predict``. Told
+    the task is regression where the harness scores RMSE, as the peers are (a 1-5 rating would
+    otherwise be read as 5 classes)."""
     env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{work}/mlflow.db",
            "PATH": f"{BIN}:{os.environ.get('PATH', '')}"}
     cmd = [str(BIN / "mlflow-agentic"), "run", "--data", str(folder / "train.csv"),
            "--target", target, "--time-budget", str(budget), "--seed", str(seed), "--quiet",
-           "--experiment", "bench", *extra]
+           "--experiment", "bench", *(("--task", "regression") if regression else ()), *extra]
     start = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=work)
     wall = time.perf_counter() - start
@@ -399,7 +401,7 @@ def measure(args) -> None:
                     burner = peers.busy_core() if args.load else None
                     try:
                         result = (run_ours(folder, target, budget, seed, work,
-                                           VARIANTS[system])
+                                           VARIANTS[system], regression=metric == "rmse")
                                   if system in VARIANTS else
                                   run_peer(system, folder, target, metric, budget, work,
                                            args.autogluon_python))
