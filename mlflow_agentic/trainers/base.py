@@ -13,7 +13,11 @@ from typing import Any
 from sklearn.pipeline import Pipeline
 
 from mlflow_agentic.core.errors import ProposerOutputError
-from mlflow_agentic.trainers.preprocessing import build_preprocessor, category_columns
+from mlflow_agentic.trainers.preprocessing import (
+    build_preprocessor,
+    category_columns,
+    value_bins,
+)
 from mlflow_agentic.trainers.space import ParamSpec
 
 ALL_TASKS = frozenset({"binary", "multiclass", "regression"})
@@ -76,11 +80,13 @@ class Trainer:
 
     def model(self, dataset, resolved: Mapping[str, Any], random_state: int = 0):
         """The unfitted model for ``dataset``'s preprocessed columns (``resolved`` params):
-        a booster that can is told which columns are category codes."""
-        from mlflow_agentic.trainers.transforms import split_on_categories
+        a booster that can is told which columns are category codes, and bins a code-like
+        numeric column's values one per bin (``value_bins``)."""
+        from mlflow_agentic.trainers.transforms import bin_values, split_on_categories
 
-        return split_on_categories(self.build_model(dataset.task, dict(resolved), random_state),
-                                   category_columns(dataset, self.preprocessing))
+        model = split_on_categories(self.build_model(dataset.task, dict(resolved), random_state),
+                                    category_columns(dataset, self.preprocessing))
+        return bin_values(model, value_bins(dataset))
 
     def pipeline(self, dataset, params: Mapping[str, Any] | None = None,
                  random_state: int = 0) -> Pipeline:

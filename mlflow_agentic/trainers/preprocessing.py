@@ -30,6 +30,31 @@ NATIVE_MAX_LEVELS = 254
 can (histogram gradient boosting allows fewer than its 255 bins); above it, target encoded."""
 
 
+CODE_MIN_ROWS_PER_VALUE = 5
+MAX_VALUE_BINS = 4095
+
+
+def value_bins(dataset) -> int | None:
+    """Histogram bins for the boosters that take more than 255 (LightGBM, XGBoost): one per value
+    of the whole-number feature column with the most values, when it has more than 255 and each
+    value recurs (``CODE_MIN_ROWS_PER_VALUE`` rows or more on average), up to ``MAX_VALUE_BINS``.
+
+    Such a column is usually a code (a school, a lecturer, a postcode) whose values each carry an
+    effect of their own, which 255 quantile bins would merge with their neighbours'. ``None``:
+    no such column, the library's default binning."""
+    import numpy as np
+
+    most = 0
+    for name in dataset.columns_of("numeric"):
+        info = dataset.columns[name]
+        if info.n_unique <= 255 or dataset.n_rows < CODE_MIN_ROWS_PER_VALUE * info.n_unique:
+            continue
+        values = tf.to_numeric_frame(dataset.frame[[name]]).iloc[:, 0].dropna().to_numpy()
+        if values.size and np.all(values == np.round(values)):
+            most = max(most, info.n_unique)
+    return min(MAX_VALUE_BINS, most + 1) if most else None
+
+
 def category_columns(dataset, style: str) -> list[int]:
     """Output positions of the ``build_preprocessor(dataset, style)`` columns that are category
     codes a booster may split on as categories (``native`` style: numeric columns come first,

@@ -378,3 +378,15 @@ def split_on_categories(model, columns: list[int]):
             _library(model.estimator) in ("lightgbm", "catboost"):
         return model.set_params(categorical=tuple(columns))
     return model
+
+
+def bin_values(model, bins: int | None):
+    """``model`` with its LightGBM or XGBoost booster (however wrapped) binning numeric columns
+    into up to ``bins`` histogram bins (``preprocessing.value_bins``); other models, and
+    ``bins=None``, as they are."""
+    booster = model
+    while _library(booster) not in ("lightgbm", "xgboost") and hasattr(booster, "estimator"):
+        booster = booster.estimator
+    if bins and _library(booster) in ("lightgbm", "xgboost"):
+        booster.set_params(max_bin=bins)
+    return model
