@@ -12,9 +12,7 @@ from sklearn.utils.validation import check_is_fitted
 from mlflow_agentic.core.errors import ProposerOutputError, UserInputError
 from mlflow_agentic.data import Dataset
 from mlflow_agentic.trainers import get_trainer, resolve_trainers, trainer_registry
-from mlflow_agentic.trainers.base import SMALL_ROWS
 from mlflow_agentic.trainers.preprocessing import value_bins
-from mlflow_agentic.trainers.transforms import FoundRoundsRefit
 
 BUILTIN = ["linear", "random_forest", "extra_trees", "hist_gradient_boosting", "xgboost",
            "lightgbm"]
@@ -115,9 +113,6 @@ def test_boosters_split_on_categories_not_on_their_codes_order(name):
     pipe = get_trainer(name).pipeline(ds, {"learning_rate": 0.3, rounds: 3})
     names = list(pipe[:-1].fit(ds.X, ds.y).get_feature_names_out())
     model = pipe.named_steps["model"]
-    if name == "hist_gradient_boosting":  # 2,000 rows: refit for the found rounds
-        assert isinstance(model, FoundRoundsRefit)
-        model = model.estimator
     marked = (model.categorical_features if name == "hist_gradient_boosting"
               else list(model.categorical))
     assert names[-1] == "id_like" and [names[i] for i in marked] == ["city"]  # 400 levels
@@ -128,7 +123,7 @@ def test_boosters_split_on_categories_not_on_their_codes_order(name):
 
     codes = clone(pipe)
     codes.named_steps["model"].set_params(**(
-        {"estimator__categorical_features": None} if name == "hist_gradient_boosting"
+        {"categorical_features": None} if name == "hist_gradient_boosting"
         else {"categorical": None}))
     assert rmse(pipe) < 0.85 * rmse(codes)
 
@@ -176,25 +171,6 @@ def test_boosters_learn_each_code_of_a_code_column_with_many_values(name):
         binned = binned.estimator
     binned.set_params(max_bin=255)
     assert rmse(pipe) < 0.85 * rmse(default)
-
-
-def test_histogram_booster_refits_on_every_row_for_the_rounds_it_found_on_small_data():
-    """Small data: the booster stops early on a tenth of its rows, then fits every row for a
-    tenth more rounds than it found; above ``SMALL_ROWS`` it stops early only."""
-    ds = Dataset.from_frame(frame("regression", n=1500), target="target")
-    pipe = get_trainer("hist_gradient_boosting").pipeline(ds)
-    model = pipe.fit(ds.X, ds.y).named_steps["model"]
-    assert isinstance(model, FoundRoundsRefit)
-    plain = clone(model.estimator).set_params(early_stopping=True)
-    prepared = pipe[:-1].transform(ds.X)
-    found = plain.fit(prepared, ds.y).n_iter_
-    assert model.rounds_ == max(1, round(found * 1.1)) and not model.estimator_.do_early_stopping_
-    alone = clone(model.estimator).set_params(early_stopping=False, max_iter=model.rounds_)
-    np.testing.assert_allclose(alone.fit(prepared, ds.y).predict(prepared),
-                               pipe.predict(ds.X))  # the refit saw every row
-    large = Dataset.from_frame(frame("regression", n=SMALL_ROWS + 500), target="target")
-    assert not isinstance(get_trainer("hist_gradient_boosting").pipeline(large)
-                          .named_steps["model"], FoundRoundsRefit)
 
 
 def sponsored(n: int, levels: int, seed: int, signal: bool = True) -> pd.DataFrame:

@@ -21,9 +21,6 @@ from mlflow_agentic.trainers.preprocessing import (
 from mlflow_agentic.trainers.space import ParamSpec
 
 ALL_TASKS = frozenset({"binary", "multiclass", "regression"})
-SMALL_ROWS = 10_000
-"""Up to this many rows, an early-stopped histogram booster refits on the rows it set aside
-(``transforms.FoundRoundsRefit``)."""
 
 
 @dataclass(frozen=True)
@@ -84,18 +81,12 @@ class Trainer:
     def model(self, dataset, resolved: Mapping[str, Any], random_state: int = 0):
         """The unfitted model for ``dataset``'s preprocessed columns (``resolved`` params):
         a booster that can is told which columns are category codes, and bins a code-like
-        numeric column's values one per bin (``value_bins``); on small data, scikit-learn's
-        histogram booster fits again on every row for the rounds early stopping found."""
-        from mlflow_agentic.trainers.transforms import (
-            bin_values,
-            refit_found_rounds,
-            split_on_categories,
-        )
+        numeric column's values one per bin (``value_bins``)."""
+        from mlflow_agentic.trainers.transforms import bin_values, split_on_categories
 
         model = split_on_categories(self.build_model(dataset.task, dict(resolved), random_state),
                                     category_columns(dataset, self.preprocessing))
-        model = bin_values(model, value_bins(dataset))
-        return refit_found_rounds(model, dataset.n_rows, SMALL_ROWS)
+        return bin_values(model, value_bins(dataset))
 
     def pipeline(self, dataset, params: Mapping[str, Any] | None = None,
                  random_state: int = 0) -> Pipeline:
