@@ -106,7 +106,9 @@ lose on the validation set): serving the model fitted on the training rows only 
 default before 2026-12-04; rows named ``mlflow-agentic-refit-full`` are of engines where
 refitting on all rows was that option); 5 folds at every size (no fewer folds, and every trainer
 seeded, on large tables); folds that ignore near-duplicate clusters (random or stratified, as
-the harness's own split is)."""
+the harness's own split is). Rows named ``mlflow-agentic-found-rounds`` are of commit
+``c8cbb5b`` (histogram boosting refit on every row for the rounds early stopping found, on up to
+10,000 rows), reverted after it lost on the development set."""
 
 
 # ---- the splits --------------------------------------------------------------------------------
