@@ -13,6 +13,7 @@ from mlflow_agentic.core.errors import ProposerOutputError, UserInputError
 from mlflow_agentic.data import Dataset
 from mlflow_agentic.trainers import get_trainer, resolve_trainers, trainer_registry
 from mlflow_agentic.trainers.preprocessing import value_bins
+from mlflow_agentic.trainers.transforms import binning_booster
 
 BUILTIN = ["linear", "random_forest", "extra_trees", "hist_gradient_boosting", "xgboost",
            "lightgbm"]
@@ -156,20 +157,14 @@ def test_boosters_learn_each_code_of_a_code_column_with_many_values(name):
     df = coded(10_000, 800)
     ds, test = Dataset.from_frame(df.iloc[:8000], target="target"), df.iloc[8000:]
     pipe = get_trainer(name).pipeline(ds, {"learning_rate": 0.1})
-    booster = pipe.named_steps["model"]
-    while not hasattr(booster, "max_bin") and hasattr(booster, "estimator"):
-        booster = booster.estimator
-    assert booster.get_params()["max_bin"] == 801
+    assert binning_booster(pipe.named_steps["model"]).get_params()["max_bin"] == 801
 
     def rmse(pipeline) -> float:
         predicted = pipeline.fit(ds.X, ds.y).predict(test.drop(columns="target"))
         return float(np.sqrt(np.mean((predicted - test["target"]) ** 2)))
 
     default = clone(pipe)
-    binned = default.named_steps["model"]
-    while not hasattr(binned, "max_bin") and hasattr(binned, "estimator"):
-        binned = binned.estimator
-    binned.set_params(max_bin=255)
+    binning_booster(default.named_steps["model"]).set_params(max_bin=255)
     assert rmse(pipe) < 0.85 * rmse(default)
 
 

@@ -380,13 +380,24 @@ def split_on_categories(model, columns: list[int]):
     return model
 
 
-def bin_values(model, bins: int | None):
-    """``model`` with its LightGBM or XGBoost booster (however wrapped) binning numeric columns
-    into up to ``bins`` histogram bins (``preprocessing.value_bins``); other models, and
-    ``bins=None``, as they are."""
+BINNING_LIBRARIES = ("lightgbm", "xgboost")
+"""The boosters whose histogram bin count (``max_bin``) may exceed scikit-learn's 255."""
+
+
+def binning_booster(model):
+    """The LightGBM or XGBoost booster inside ``model`` (behind ``EncodedLabelClassifier`` and
+    ``InnerValidationEarlyStopping``), or None for any other model."""
     booster = model
-    while _library(booster) not in ("lightgbm", "xgboost") and hasattr(booster, "estimator"):
+    while _library(booster) not in BINNING_LIBRARIES and hasattr(booster, "estimator"):
         booster = booster.estimator
-    if bins and _library(booster) in ("lightgbm", "xgboost"):
+    return booster if _library(booster) in BINNING_LIBRARIES else None
+
+
+def bin_values(model, bins: int | None):
+    """``model`` with its LightGBM or XGBoost booster binning numeric columns into up to
+    ``bins`` histogram bins (``preprocessing.value_bins``); other models, and ``bins=None``,
+    as they are."""
+    booster = binning_booster(model)
+    if bins and booster is not None:
         booster.set_params(max_bin=bins)
     return model
