@@ -1,5 +1,6 @@
 """The loop's deadline plans for the refit that will come: the best attempt's, or, when an
-ensemble step follows, its likely members' side by side on the workers."""
+ensemble step follows, its likely members': one after another in this process, or side by
+side on restarted workers when that ends sooner (a spent budget kills the workers mid-fold)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,13 @@ import pytest
 
 from mlflow_agentic.core.settings import SearchSettings
 from mlflow_agentic.core.types import AttemptRecord, SolutionCandidate, Verdict
-from mlflow_agentic.engine.budget import ENSEMBLE_MEMBERS, LoopBudget
+from mlflow_agentic.engine.budget import (
+    ENSEMBLE_MEMBERS,
+    WORKER_START_SECONDS,
+    LoopBudget,
+    full_refit_share,
+    makespan,
+)
 
 
 def attempt(score: float, trainer: str = "linear") -> AttemptRecord:
@@ -30,15 +37,65 @@ def test_without_an_ensemble_the_deadline_keeps_back_the_best_attempts_refit():
     assert b.refit_estimate == pytest.approx(10.0 * 1.3)  # the best's, not the slowest's
 
 
-def test_with_an_ensemble_the_likely_members_refit_side_by_side():
+def test_with_an_ensemble_the_likely_members_refit_side_by_side_on_restarted_workers():
     b = budget(after_loop=True, workers=2)
     costs = [10.0, 20.0, 30.0, 40.0, 50.0]  # one fold each (n_folds=1), best score last
     for i, seconds in enumerate(costs):
         b.note_refit_cost(attempt(0.7 + i / 100), fit_seconds=seconds, n_folds=1,
                           preprocess_seconds=0.0)
     likely = sorted(costs)[-ENSEMBLE_MEMBERS:]  # the best scores are the slowest here
-    assert b.refit_estimate == pytest.approx(1.3 * sum(likely) / 2)
+    # 65 | 52 then 39 | 26: both workers end at 91 s, after 2 s of starting
+    assert b.refit_estimate == pytest.approx(1.3 * sum(likely) / 2 + WORKER_START_SECONDS)
+    assert b.restart_pays()
     assert b.deadline() < b.started + 60 - b.refit_estimate + 1e-9
+
+
+def test_quick_members_are_refit_in_this_process_as_the_killed_workers_cannot_help():
+    """Measured on a 60 s search (Hotel rates): five members' refit, kept back as 5.4 s (their
+    costs over two workers), ran 8.3 s one after another in this process because the spent
+    budget had killed the workers. Now the estimate is the series, or restarted workers when
+    their start pays."""
+    b = budget(after_loop=True, workers=2)
+    for seconds in (0.9, 1.2, 1.3):
+        b.note_refit_cost(attempt(0.8), fit_seconds=seconds / 1.3, n_folds=1,
+                          preprocess_seconds=0.0)
+    assert b.refit_estimate == pytest.approx(0.9 + 1.2 + 1.3)  # in series: 3.4 s < 1.3 + 2 s
+    assert not b.restart_pays()
+    hotel = [0.9, 1.2, 1.34, 4.1, 4.14]  # its members' estimated costs, in their order
+    assert makespan(hotel, 2) == pytest.approx(0.9 + 1.34 + 4.14)  # the first free worker
+    assert makespan(hotel, 2) + WORKER_START_SECONDS < sum(hotel)  # restarting pays here
+    assert makespan(hotel, 1) == pytest.approx(sum(hotel))
+
+
+def test_the_refit_on_all_rows_is_kept_back_with_the_share_its_decision_uses():
+    """The loop keeps back the refit on all rows as ``full_refit_share`` of the first refit and
+    the front door checks it with the same figure: when they disagreed (1.3 kept, 1.375
+    checked) a 60 s search kept 6 s back for a refit it then skipped."""
+    assert full_refit_share(8000, 2000) == pytest.approx(1.1 * 1.25)
+    assert full_refit_share(8000, 0) == 0.0  # no holdout rows: no refit on all rows follows
+    b = budget(after_loop=False)
+    b.full_refit = full_refit_share(8000, 2000)
+    b.note_refit_cost(attempt(0.8), fit_seconds=5.0, n_folds=5, preprocess_seconds=0.0)
+    assert b.kept_back(b.started + 59.0) == pytest.approx((1 + 1.375) * 1.3)
+    off = LoopBudget(SearchSettings(time_budget=60, refit_full=False), {}, False)
+    off.full_refit = b.full_refit
+    off.note_refit_cost(attempt(0.8), fit_seconds=5.0, n_folds=5, preprocess_seconds=0.0)
+    assert off.kept_back(off.started + 59.0) == pytest.approx(1.3)
+
+
+def test_the_search_sizes_the_full_refit_from_its_holdout_rows(churn_small):
+    import numpy as np
+
+    from mlflow_agentic import SequenceProposer
+    from mlflow_agentic.engine.loop import AgenticAutoML
+
+    extra = churn_small.X.iloc[: churn_small.n_rows // 4]
+    automl = AgenticAutoML(SequenceProposer([SolutionCandidate("linear", {})]), cv=3, n_jobs=1,
+                           extra_X=extra)
+    automl.solve(churn_small)
+    assert automl.budget.full_refit == pytest.approx(
+        full_refit_share(churn_small.n_rows, len(extra)))
+    assert np.isfinite(automl.budget.full_refit) and automl.budget.full_refit > 1.1
 
 
 def test_a_cheaper_attempt_selected_for_the_budget_says_so_not_the_tie_rule():
@@ -140,17 +197,20 @@ def test_in_the_last_stretch_the_refit_kept_back_is_the_standing_ensembles():
     b.note_refit_cost(slow, fit_seconds=9.0, n_folds=1, preprocess_seconds=0.0)
     for record in quick:
         b.note_refit_cost(record, fit_seconds=1.0, n_folds=1, preprocess_seconds=0.0)
-    assert b.refit_estimate == pytest.approx(1.3 * 9.0)  # the forest is a likely member
+    b.full_refit = 0.3  # a refit on all rows of 30% more time follows the first
+    refits, ahead = 1.3, b.refit_estimate
+    # the forest is a likely member: on one restarted worker while the other fits the rest
+    assert ahead == pytest.approx(1.3 * 9.0 + WORKER_START_SECONDS)
     chosen = [quick[-1].index, quick[-2].index]
     b.members_now = lambda: chosen
     early = b.deadline()  # far from the end: the estimate made ahead
-    assert early == pytest.approx(b.started + 60 - 1.0 - 2.3 * 1.3 * 9.0, abs=1e-6)
+    assert early == pytest.approx(b.started + 60 - 1.0 - refits * ahead, abs=1e-6)
     b.started -= 55  # as if 55 s were spent: the last stretch
-    late = b.deadline()
-    assert late == pytest.approx(b.started + 60 - 1.0 - 2.3 * 1.3 * 1.0, abs=1e-6)
-    assert b.kept_back(b.started + 59.0) == pytest.approx(2.3 * 1.3)
+    late = b.deadline()  # two quick members: one after another in this process
+    assert late == pytest.approx(b.started + 60 - 1.0 - refits * 1.3 * 2, abs=1e-6)
+    assert b.kept_back(b.started + 59.0) == pytest.approx(refits * 1.3 * 2)
     b.members_now = lambda: [*chosen, 999]  # a member whose cost is unknown: the guess stays
-    assert b.deadline() == pytest.approx(b.started + 60 - 1.0 - 2.3 * 1.3 * 9.0, abs=1e-6)
+    assert b.deadline() == pytest.approx(b.started + 60 - 1.0 - refits * ahead, abs=1e-6)
 
 
 def test_the_standing_ensemble_is_the_one_the_ensemble_step_chooses(churn_small):

@@ -28,7 +28,7 @@ from mlflow_agentic.core.types import (
 )
 from mlflow_agentic.engine.attempts import attempt_record, plan_attempt
 from mlflow_agentic.engine.batch import BatchRunner
-from mlflow_agentic.engine.budget import LoopBudget
+from mlflow_agentic.engine.budget import LoopBudget, full_refit_share
 from mlflow_agentic.engine.code import dropped_columns, refit_code, reviewed, submitted
 from mlflow_agentic.engine.cv import make_splits, resolve_scheme
 from mlflow_agentic.engine.evaluation import baseline_model, cross_validate
@@ -103,6 +103,8 @@ class AgenticAutoML:
         context, splits = self._context(dataset)
         s = self.settings
         self.budget.workers = self.n_jobs
+        self.budget.full_refit = full_refit_share(
+            dataset.n_rows, 0 if self.extra_X is None else len(self.extra_X))
         self.pool = pool = WorkerPool(self.n_jobs, s.backend, s.backend_address)
         if self.sandbox is None:  # code mode fits in the sandbox, not in these workers
             pool.warm_up()  # they import the scientific stack while the baseline and tracking run
@@ -193,6 +195,8 @@ class AgenticAutoML:
         """The steps after the loop, the selection (the proposer's, when it submits), the
         refit of the selected attempt."""
         s = self.settings
+        if s.refit and self.sandbox is None and not self.pool.warm and self.budget.restart_pays():
+            self.pool.warm_up()  # they import while the ensemble is chosen; the refit uses them
         why = ""
         for step in self.after_loop:
             record = step(self, ctx, history)

@@ -13,14 +13,9 @@ import pandas as pd
 
 from mlflow_agentic.core.types import EngineeringRun
 from mlflow_agentic.data.split import Holdout
+from mlflow_agentic.engine.budget import full_refit_share
 from mlflow_agentic.engine.parallel import WorkerPool
 from mlflow_agentic.engine.refit import refit_on, refit_pool
-
-MARGIN = 1.1
-"""How much longer than the first refit, beyond its share of more rows, the refit on all rows
-may be expected to take when deciding whether it fits the time left. Measured with a core
-busy, 20 s searches: 0.8-1.13x the first refit's time per row (1.5 skipped refits that
-would have ended 1.6 s before the budget)."""
 
 
 def all_rows(train, holdout: Holdout):
@@ -45,8 +40,8 @@ def why_not(run: EngineeringRun, train_rows: int, holdout: Holdout,
         return ("the holdout's post-outcome columns are blanked, so its rows are not "
                 "training rows")
     if finish_by is not None:
-        rows = holdout.n_rows + train_rows
-        expected = MARGIN * run.refit_seconds * rows / max(train_rows, 1)
+        # the share the loop kept back for it (engine/budget: one figure for both)
+        expected = full_refit_share(train_rows, holdout.n_rows) * run.refit_seconds
         if time.perf_counter() + expected > finish_by:
             return (f"the refit on all rows (about {expected:.0f}s) would not fit the time "
                     "left")
