@@ -38,6 +38,7 @@ commit) by more than the dataset's split-to-split spread.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
@@ -201,7 +202,19 @@ def run_ours(folder: Path, target: str, budget: float, seed: int, work: Path,
     frame.to_csv(out, index=False)
     return {"wall": wall, "predict_seconds": time.perf_counter() - start,
             "model": selected.group(1) if selected else "none",
-            "trials": int(attempts.group(1)) if attempts else 0, "predictions": out}
+            "trials": int(attempts.group(1)) if attempts else 0, "predictions": out,
+            "trainers": trainers_offered(work / "mlflow.db", run_id)}
+
+
+def trainers_offered(store: Path, run_id: str) -> str:
+    """The trainers the search offered (its ``trainers`` param): an installed trainer plugin
+    (the example k-NN in a development environment) changes what a row measured."""
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(store)) as db:
+        found = db.execute("select value from params where run_uuid = ? and key = 'trainers'",
+                           (run_id,)).fetchone()
+    return found[0] if found else "unknown"
 
 
 def run_peer(system: str, folder: Path, target: str, metric: str, budget: float,
