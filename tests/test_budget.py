@@ -9,6 +9,7 @@ import pytest
 from mlflow_agentic.core.settings import SearchSettings
 from mlflow_agentic.core.types import AttemptRecord, SolutionCandidate, Verdict
 from mlflow_agentic.engine.budget import (
+    ALONE_SHARE,
     ENSEMBLE_MEMBERS,
     WORKER_START_SECONDS,
     LoopBudget,
@@ -34,7 +35,8 @@ def test_without_an_ensemble_the_deadline_keeps_back_the_best_attempts_refit():
     b = budget(after_loop=False)
     b.note_refit_cost(attempt(0.80), fit_seconds=50.0, n_folds=5, preprocess_seconds=0.0)
     b.note_refit_cost(attempt(0.70), fit_seconds=500.0, n_folds=5, preprocess_seconds=0.0)
-    assert b.refit_estimate == pytest.approx(10.0 * 1.3)  # the best's, not the slowest's
+    # the best's, not the slowest's: at the share of a fit alone on the machine
+    assert b.refit_estimate == pytest.approx(ALONE_SHARE * 10.0 * 1.3)
 
 
 def test_with_an_ensemble_the_likely_members_refit_side_by_side_on_restarted_workers():
@@ -45,7 +47,8 @@ def test_with_an_ensemble_the_likely_members_refit_side_by_side_on_restarted_wor
                           preprocess_seconds=0.0)
     likely = sorted(costs)[-ENSEMBLE_MEMBERS:]  # the best scores are the slowest here
     # 65 | 52 then 39 | 26: both workers end at 91 s, after 2 s of starting
-    assert b.refit_estimate == pytest.approx(1.3 * sum(likely) / 2 + WORKER_START_SECONDS)
+    assert b.refit_estimate == pytest.approx(
+        ALONE_SHARE * 1.3 * sum(likely) / 2 + WORKER_START_SECONDS)
     assert b.restart_pays()
     assert b.deadline() < b.started + 60 - b.refit_estimate + 1e-9
 
@@ -59,7 +62,8 @@ def test_quick_members_are_refit_in_this_process_as_the_killed_workers_cannot_he
     for seconds in (0.9, 1.2, 1.3):
         b.note_refit_cost(attempt(0.8), fit_seconds=seconds / 1.3, n_folds=1,
                           preprocess_seconds=0.0)
-    assert b.refit_estimate == pytest.approx(0.9 + 1.2 + 1.3)  # in series: 3.4 s < 1.3 + 2 s
+    # in series (2.4 s) sooner than on restarted workers (0.9 s + 2 s)
+    assert b.refit_estimate == pytest.approx(ALONE_SHARE * (0.9 + 1.2 + 1.3))
     assert not b.restart_pays()
     hotel = [0.9, 1.2, 1.34, 4.1, 4.14]  # its members' estimated costs, in their order
     assert makespan(hotel, 2) == pytest.approx(0.9 + 1.34 + 4.14)  # the first free worker
@@ -76,11 +80,11 @@ def test_the_refit_on_all_rows_is_kept_back_with_the_share_its_decision_uses():
     b = budget(after_loop=False)
     b.full_refit = full_refit_share(8000, 2000)
     b.note_refit_cost(attempt(0.8), fit_seconds=5.0, n_folds=5, preprocess_seconds=0.0)
-    assert b.kept_back(b.started + 59.0) == pytest.approx((1 + 1.375) * 1.3)
+    assert b.kept_back(b.started + 59.0) == pytest.approx((1 + 1.375) * ALONE_SHARE * 1.3)
     off = LoopBudget(SearchSettings(time_budget=60, refit_full=False), {}, False)
     off.full_refit = b.full_refit
     off.note_refit_cost(attempt(0.8), fit_seconds=5.0, n_folds=5, preprocess_seconds=0.0)
-    assert off.kept_back(off.started + 59.0) == pytest.approx(1.3)
+    assert off.kept_back(off.started + 59.0) == pytest.approx(ALONE_SHARE * 1.3)
 
 
 def test_the_search_sizes_the_full_refit_from_its_holdout_rows(churn_small):
@@ -128,9 +132,11 @@ def test_a_big_models_shipping_and_logging_are_kept_back_beyond_the_fixed_reserv
     big.note_refit_cost(attempt(0.8), fit_seconds=5.0, n_folds=5, preprocess_seconds=0.0,
                         model_mb=200.0)  # a forest of full-depth trees
     refit_mb = REFIT_GROWTH * 200.0
-    assert small.refit_estimate == pytest.approx(1.3 + SHIP_SECONDS_PER_MB * REFIT_GROWTH)
+    assert small.refit_estimate == pytest.approx(
+        ALONE_SHARE * (1.3 + SHIP_SECONDS_PER_MB * REFIT_GROWTH))
     assert big.refit_estimate == pytest.approx(
-        1.3 + SHIP_SECONDS_PER_MB * refit_mb + LOG_SECONDS_PER_MB * (refit_mb - LOG_FREE_MB))
+        ALONE_SHARE * (1.3 + SHIP_SECONDS_PER_MB * refit_mb)
+        + LOG_SECONDS_PER_MB * (refit_mb - LOG_FREE_MB))
     assert big.deadline() < small.deadline() - 3.0  # the loop stops seconds earlier for it
 
 
@@ -200,15 +206,16 @@ def test_in_the_last_stretch_the_refit_kept_back_is_the_standing_ensembles():
     b.full_refit = 0.3  # a refit on all rows of 30% more time follows the first
     refits, ahead = 1.3, b.refit_estimate
     # the forest is a likely member: on one restarted worker while the other fits the rest
-    assert ahead == pytest.approx(1.3 * 9.0 + WORKER_START_SECONDS)
+    assert ahead == pytest.approx(ALONE_SHARE * 1.3 * 9.0 + WORKER_START_SECONDS)
     chosen = [quick[-1].index, quick[-2].index]
     b.members_now = lambda: chosen
     early = b.deadline()  # far from the end: the estimate made ahead
     assert early == pytest.approx(b.started + 60 - 1.0 - refits * ahead, abs=1e-6)
     b.started -= 55  # as if 55 s were spent: the last stretch
     late = b.deadline()  # two quick members: one after another in this process
-    assert late == pytest.approx(b.started + 60 - 1.0 - refits * 1.3 * 2, abs=1e-6)
-    assert b.kept_back(b.started + 59.0) == pytest.approx(refits * 1.3 * 2)
+    quick_two = ALONE_SHARE * 1.3 * 2
+    assert late == pytest.approx(b.started + 60 - 1.0 - refits * quick_two, abs=1e-6)
+    assert b.kept_back(b.started + 59.0) == pytest.approx(refits * quick_two)
     b.members_now = lambda: [*chosen, 999]  # a member whose cost is unknown: the guess stays
     assert b.deadline() == pytest.approx(b.started + 60 - 1.0 - refits * ahead, abs=1e-6)
 

@@ -50,6 +50,11 @@ kept back went unused."""
 WORKER_START_SECONDS = 2.0
 """Fresh workers importing the scientific stack under load: what restarting the workers a spent
 budget killed mid-fold costs before the refit can use them."""
+ALONE_SHARE = 0.7
+"""A refit against its estimate from the search's fold fits: those shared the cores with this
+process's scoring and recording, a refit does not. Measured on 60 s searches: one after another
+in this process 0.56-0.71 of the estimates' sum (Ames 2.5 s of 4.4 s, Hotel rates 8.3 s of
+11.7 s), on two restarted workers 0.74 of their schedule's (Hotel rates 4.7 s of 6.4 s)."""
 
 
 def full_refit_share(train_rows: int, holdout_rows: int) -> float:
@@ -146,21 +151,28 @@ class LoopBudget:
     def refit_seconds(self, indices: Sequence[int]) -> float:
         """Refitting these attempts, and logging the model (an attempt without a measured cost
         counts nothing): one after another in this process, or side by side on restarted
-        workers when that ends sooner (``restart_pays``). A spent budget kills the workers
-        mid-fold, so the refit cannot count on them: fits that ran side by side were counted
-        as parallel and ran in series (a 60 s search refit 8.3 s kept back as 5.4 s)."""
+        workers when that ends sooner (``restart_pays``); ``ALONE_SHARE`` of the fold fits'
+        estimates either way. A spent budget kills the workers mid-fold, so the refit cannot
+        count on them: fits counted side by side ran in series (a 60 s search's refit ran
+        8.3 s, kept back as 5.4 s)."""
         costs = [self.refit_costs.get(i, (0.0, 0.0))[1] for i in indices]
+        return (ALONE_SHARE * self._run_seconds(costs)
+                + self.logging_seconds(REFIT_GROWTH * self._fold_mb(indices)))
+
+    def _run_seconds(self, costs: Sequence[float]) -> float:
+        """The fits' estimates in series, or on restarted workers when that ends sooner (their
+        start counted at the estimates' scale)."""
         serial = sum(costs)
-        if self.workers > 1:
-            serial = min(serial, makespan(costs, self.workers) + WORKER_START_SECONDS)
-        return serial + self.logging_seconds(REFIT_GROWTH * self._fold_mb(indices))
+        if self.workers <= 1:
+            return serial
+        return min(serial, makespan(costs, self.workers)
+                   + WORKER_START_SECONDS / ALONE_SHARE)
 
     def restart_pays(self) -> bool:
         """Whether the refit kept back (``planned``) ends sooner on restarted workers than one
         fit after another in this process."""
         costs = [self.refit_costs.get(i, (0.0, 0.0))[1] for i in self.planned]
-        return (self.workers > 1
-                and makespan(costs, self.workers) + WORKER_START_SECONDS < sum(costs))
+        return self._run_seconds(costs) < sum(costs)
 
     def _fold_mb(self, indices) -> float:
         """One fold model's size (MB) of each of these attempts, summed (0 where not kept)."""
