@@ -276,3 +276,29 @@ def test_a_measured_selection_keeps_back_its_own_time_not_the_fixed_second():
     assert b.deadline() - guessed == pytest.approx(AFTER_LOOP_RESERVE_SECONDS - measured)
     b.note_selection(5.0)
     assert b.deadline() == pytest.approx(guessed)
+
+
+def test_a_refit_that_ends_sooner_on_fresh_workers_restarts_them(churn_small):
+    """A spent budget killed the workers mid-fold; when the refit kept back is of slow members
+    that ran side by side, the loop starts fresh workers (the ensemble is chosen while they
+    import) and the refit runs on them; quick members stay in this process."""
+    from mlflow_agentic import SequenceProposer
+    from mlflow_agentic.engine.loop import AgenticAutoML
+    from mlflow_agentic.engine.parallel import WorkerPool
+
+    automl = AgenticAutoML(SequenceProposer([]), cv=3, n_jobs=2, time_budget=60)
+    automl.pool = pool = WorkerPool(2)  # as a spent budget leaves it: no workers running
+    automl.budget.workers, automl.budget.after_loop = 2, True  # an ensemble's members
+    for seconds in (0.5, 0.4, 0.3):
+        automl.budget.note_refit_cost(attempt(0.8), fit_seconds=seconds, n_folds=1,
+                                      preprocess_seconds=0.0)
+    assert not automl._restart_workers_for_refit() and not pool.warm
+    automl.budget.refit_costs.clear()
+    for seconds in (20.0, 20.0, 20.0, 20.0):  # four forests: 80 s in series, 40 s side by side
+        automl.budget.note_refit_cost(attempt(0.8, "random_forest"), fit_seconds=seconds,
+                                      n_folds=1, preprocess_seconds=0.0)
+    try:
+        assert automl._restart_workers_for_refit() and pool.warm
+        assert pool.submit(int, "7").result() == 7  # the refit's pool runs on them
+    finally:
+        pool.abort()

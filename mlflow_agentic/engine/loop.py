@@ -195,8 +195,7 @@ class AgenticAutoML:
         """The steps after the loop, the selection (the proposer's, when it submits), the
         refit of the selected attempt."""
         s = self.settings
-        if s.refit and self.sandbox is None and not self.pool.warm and self.budget.restart_pays():
-            self.pool.warm_up()  # they import while the ensemble is chosen; the refit uses them
+        self._restart_workers_for_refit()
         why = ""
         for step in self.after_loop:
             record = step(self, ctx, history)
@@ -231,6 +230,16 @@ class AgenticAutoML:
             ties=tuple(ties(history, top)),
             selection_note="; ".join(n for n in (why if best is top else "", note) if n),
             bagged=bag, served_rows=ctx.dataset.n_rows if model is not None else 0)
+
+    def _restart_workers_for_refit(self) -> bool:
+        """Restart the workers a spent budget killed when the refit kept back ends sooner on
+        them (``LoopBudget.restart_pays``): they import while the ensemble is chosen, and both
+        refits use them. Returns whether it did."""
+        if (not self.settings.refit or self.sandbox is not None or self.pool.warm
+                or not self.budget.restart_pays()):
+            return False
+        self.pool.warm_up()
+        return True
 
     def _propose(self, ctx, history, iterations: int, patience_left: int | None
                  ) -> tuple[list, StopReason | None]:
