@@ -286,7 +286,8 @@ def test_a_refit_that_ends_sooner_on_fresh_workers_restarts_them(churn_small):
     from mlflow_agentic.engine.loop import AgenticAutoML
     from mlflow_agentic.engine.parallel import WorkerPool
 
-    automl = AgenticAutoML(SequenceProposer([]), cv=3, n_jobs=2, time_budget=60)
+    automl = AgenticAutoML(SequenceProposer([SolutionCandidate("linear", {})]), cv=3, n_jobs=2,
+                           time_budget=60)
     automl.pool = pool = WorkerPool(2)  # as a spent budget leaves it: no workers running
     automl.budget.workers, automl.budget.after_loop = 2, True  # an ensemble's members
     for seconds in (0.5, 0.4, 0.3):
