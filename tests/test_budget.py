@@ -285,6 +285,7 @@ def test_a_refit_that_ends_sooner_on_fresh_workers_restarts_them(churn_small):
     from mlflow_agentic import SequenceProposer
     from mlflow_agentic.engine.loop import AgenticAutoML
     from mlflow_agentic.engine.parallel import WorkerPool
+    from mlflow_agentic.engine.refit import restart_for_refit
 
     automl = AgenticAutoML(SequenceProposer([SolutionCandidate("linear", {})]), cv=3, n_jobs=2,
                            time_budget=60)
@@ -293,13 +294,13 @@ def test_a_refit_that_ends_sooner_on_fresh_workers_restarts_them(churn_small):
     for seconds in (0.5, 0.4, 0.3):
         automl.budget.note_refit_cost(attempt(0.8), fit_seconds=seconds, n_folds=1,
                                       preprocess_seconds=0.0)
-    assert not automl._restart_workers_for_refit() and not pool.warm
+    assert not restart_for_refit(pool, automl.budget) and not pool.warm
     automl.budget.refit_costs.clear()
     for seconds in (20.0, 20.0, 20.0, 20.0):  # four forests: 80 s in series, 40 s side by side
         automl.budget.note_refit_cost(attempt(0.8, "random_forest"), fit_seconds=seconds,
                                       n_folds=1, preprocess_seconds=0.0)
     try:
-        assert automl._restart_workers_for_refit() and pool.warm
+        assert restart_for_refit(pool, automl.budget) and pool.warm
         assert pool.submit(int, "7").result() == 7  # the refit's pool runs on them
     finally:
         pool.abort()

@@ -35,7 +35,7 @@ from mlflow_agentic.engine.evaluation import baseline_model, cross_validate
 from mlflow_agentic.engine.folds import FoldData
 from mlflow_agentic.engine.outcome import Outcome
 from mlflow_agentic.engine.parallel import WorkerPool, resolve_n_jobs, workers_that_fit
-from mlflow_agentic.engine.refit import bagged, refit
+from mlflow_agentic.engine.refit import bagged, refit, restart_for_refit
 from mlflow_agentic.engine.restore import Restored
 from mlflow_agentic.engine.selection import (
     affordable,
@@ -195,7 +195,8 @@ class AgenticAutoML:
         """The steps after the loop, the selection (the proposer's, when it submits), the
         refit of the selected attempt."""
         s = self.settings
-        self._restart_workers_for_refit()
+        if s.refit and self.sandbox is None:  # code mode refits in its sandbox
+            restart_for_refit(self.pool, self.budget)
         why = ""
         for step in self.after_loop:
             record = step(self, ctx, history)
@@ -230,16 +231,6 @@ class AgenticAutoML:
             ties=tuple(ties(history, top)),
             selection_note="; ".join(n for n in (why if best is top else "", note) if n),
             bagged=bag, served_rows=ctx.dataset.n_rows if model is not None else 0)
-
-    def _restart_workers_for_refit(self) -> bool:
-        """Restart the workers a spent budget killed when the refit kept back ends sooner on
-        them (``LoopBudget.restart_pays``): they import while the ensemble is chosen, and both
-        refits use them. Returns whether it did."""
-        if (not self.settings.refit or self.sandbox is not None or self.pool.warm
-                or not self.budget.restart_pays()):
-            return False
-        self.pool.warm_up()
-        return True
 
     def _propose(self, ctx, history, iterations: int, patience_left: int | None
                  ) -> tuple[list, StopReason | None]:

@@ -44,6 +44,16 @@ def refit_pool(pool: WorkerPool) -> WorkerPool:
     return pool if pool.warm else WorkerPool(1)
 
 
+def restart_for_refit(pool: WorkerPool, budget) -> bool:
+    """Restart the workers a spent budget killed when the refit ``budget`` kept back ends
+    sooner on them (``LoopBudget.restart_pays``): they import while the ensemble is chosen,
+    and both refits use them (``refit_pool``). Returns whether it did."""
+    if pool.warm or not budget.restart_pays():
+        return False
+    pool.warm_up()
+    return True
+
+
 def refit(history, best, dataset, pool: WorkerPool, random_state: int = 0, code_refit=None):
     """``(model, seconds, record)``: the best verified attempt refit on all rows; if that fails,
     the next best (an ensemble falls back to the best single attempt). ``code_refit(record)``:
