@@ -207,8 +207,10 @@ def test_in_the_last_stretch_the_refit_kept_back_is_the_standing_ensembles():
     refits, ahead = 1.3, b.refit_estimate
     # the forest is a likely member: on one restarted worker while the other fits the rest
     assert ahead == pytest.approx(ALONE_SHARE * 1.3 * 9.0 + WORKER_START_SECONDS)
+    assert b.restart_pays()  # for the likely members, the forest among them
     chosen = [quick[-1].index, quick[-2].index]
     b.members_now = lambda: chosen
+    assert not b.restart_pays()  # for the standing ones: two quick fits, no restart
     early = b.deadline()  # far from the end: the estimate made ahead
     assert early == pytest.approx(b.started + 60 - 1.0 - refits * ahead, abs=1e-6)
     b.started -= 55  # as if 55 s were spent: the last stretch

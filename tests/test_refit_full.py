@@ -130,9 +130,13 @@ def test_the_refit_on_all_rows_may_end_as_late_as_the_first_refit_may():
     """The refit on all rows is allowed the first refit's tolerance (4% of the loop's share):
     Yogurt at 60 s skipped a 3 s refit with 2.6 s left and served a model of test ROC AUC 0.931
     instead of 0.969."""
-    from mlflow_agentic.engine.budget import REFIT_TOLERANCE
+    from mlflow_agentic.core.settings import SearchSettings
+    from mlflow_agentic.engine.budget import REFIT_TOLERANCE, LoopBudget
     from mlflow_agentic.frontdoor.orchestrator import refit_full_by
 
-    assert refit_full_by(None, 50.0) is None  # no time budget: no deadline
-    assert refit_full_by(100.0, 50.0) == pytest.approx(100.0 + REFIT_TOLERANCE * 50.0)
-    assert refit_full_by(100.0, None) == 100.0
+    timed = LoopBudget(SearchSettings(time_budget=60), {}, after_loop=True, seconds=50.0)
+    untimed = LoopBudget(SearchSettings(), {}, after_loop=True)
+    assert timed.tolerance_seconds == pytest.approx(REFIT_TOLERANCE * 50.0)  # the first's
+    assert refit_full_by(None, timed.tolerance_seconds) is None  # no time budget: no deadline
+    assert refit_full_by(100.0, timed.tolerance_seconds) == pytest.approx(100.0 + 2.0)
+    assert refit_full_by(100.0, untimed.tolerance_seconds) == 100.0

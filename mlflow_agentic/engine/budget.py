@@ -104,8 +104,9 @@ class LoopBudget:
         (``note_selection``)."""
         self.full_refit = 0.0
         """The refit on all rows against the first (``full_refit_share``; 0: none follows)."""
-        self.planned: Sequence[int] = ()
-        """The attempts whose refit is kept back now (the likely or the standing members)."""
+        self.likely: Sequence[int] = ()
+        """The attempts whose refit is kept back until the last stretch: the best, or the
+        likely ensemble members guessed ahead (``note_refit_cost``)."""
         self.members_now: Callable[[], Sequence[int]] | None = None
         """The members the ensemble step would choose now (attempt indices; the loop sets it
         when an ensemble follows): in the last stretch the refit kept back is theirs, not the
@@ -139,8 +140,8 @@ class LoopBudget:
         self.trainer[record.index] = record.candidate.trainer
         ranked = sorted(self.refit_costs, key=lambda i: self.refit_costs[i], reverse=True)
         members = ENSEMBLE_MEMBERS if self.after_loop else 1
-        self.planned = diverse_first(ranked, self.trainer.__getitem__)[:members]
-        self.refit_estimate = self.refit_seconds(self.planned)
+        self.likely = diverse_first(ranked, self.trainer.__getitem__)[:members]
+        self.refit_estimate = self.refit_seconds(self.likely)
 
     def note_selection(self, seconds: float) -> None:
         """The ensemble step's selection (greedy weights on every row and nested on each
@@ -155,9 +156,12 @@ class LoopBudget:
         estimates either way. A spent budget kills the workers mid-fold, so the refit cannot
         count on them: fits counted side by side ran in series (a 60 s search's refit ran
         8.3 s, kept back as 5.4 s)."""
-        costs = [self.refit_costs.get(i, (0.0, 0.0))[1] for i in indices]
-        return (ALONE_SHARE * self._run_seconds(costs)
+        return (ALONE_SHARE * self._run_seconds(self._costs(indices))
                 + self.logging_seconds(REFIT_GROWTH * self._fold_mb(indices)))
+
+    def _costs(self, indices: Sequence[int]) -> list[float]:
+        """Each attempt's estimated refit seconds (0 where none was measured)."""
+        return [self.refit_costs.get(i, (0.0, 0.0))[1] for i in indices]
 
     def _run_seconds(self, costs: Sequence[float]) -> float:
         """The fits' estimates in series, or on restarted workers when that ends sooner (their
@@ -168,11 +172,26 @@ class LoopBudget:
         return min(serial, makespan(costs, self.workers)
                    + WORKER_START_SECONDS / ALONE_SHARE)
 
+    def standing(self) -> Sequence[int] | None:
+        """The members the ensemble step would choose now, when each has a measured refit cost
+        (None without an ensemble step or before its members are known)."""
+        members = self.members_now() if self.members_now is not None else None
+        if members and all(i in self.refit_costs for i in members):
+            return members
+        return None
+
     def restart_pays(self) -> bool:
-        """Whether the refit kept back (``planned``) ends sooner on restarted workers than one
-        fit after another in this process."""
-        costs = [self.refit_costs.get(i, (0.0, 0.0))[1] for i in self.planned]
+        """Whether the refit kept back at the loop's end (the standing members', else the
+        likely ones') ends sooner on restarted workers than one fit after another in this
+        process."""
+        costs = self._costs(self.standing() or self.likely)
         return self._run_seconds(costs) < sum(costs)
+
+    @property
+    def tolerance_seconds(self) -> float:
+        """How far past its share a refit may end (``REFIT_TOLERANCE`` of the loop's share;
+        0 without a time budget): the first refit and the refit on all rows alike."""
+        return REFIT_TOLERANCE * (self.seconds or 0.0)
 
     def _fold_mb(self, indices) -> float:
         """One fold model's size (MB) of each of these attempts, summed (0 where not kept)."""
@@ -192,7 +211,7 @@ class LoopBudget:
         if self.seconds is None:
             return True
         left = (self.started + self.seconds - time.perf_counter()
-                + (REFIT_TOLERANCE * self.seconds if tolerance else 0.0))
+                + (self.tolerance_seconds if tolerance else 0.0))
         indices = [r.index for r in records]
         if bag:
             mb = self.n_folds * self._fold_mb(indices)
@@ -222,9 +241,8 @@ class LoopBudget:
         if self.members_now is not None and time.perf_counter() >= end - 2 * kept:
             # the last stretch: keep back the refit of the ensemble as it stands (measured
             # costs of its actual members), not of the likely members guessed ahead
-            members = self.members_now()
-            if members and all(i in self.refit_costs for i in members):
-                self.planned = members
+            members = self.standing()
+            if members:
                 kept = refits * self.refit_seconds(members)
         return kept
 

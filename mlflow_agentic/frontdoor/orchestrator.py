@@ -14,7 +14,6 @@ from mlflow_agentic.core.tracker import Tracker
 from mlflow_agentic.data import Dataset
 from mlflow_agentic.data.split import Holdout, check_holdout_fraction, seal_holdout
 from mlflow_agentic.engine import AgenticAutoML, EngineeringRun, SearchObserver
-from mlflow_agentic.engine.budget import REFIT_TOLERANCE
 from mlflow_agentic.engine.steps import combining_steps
 from mlflow_agentic.frontdoor.briefing import Briefing, build_briefing
 from mlflow_agentic.frontdoor.refit_full import serve_on_all_rows
@@ -218,7 +217,8 @@ def search_sealed(
         if settings.refit_full:  # after the holdout has spoken: it scored the model above
             run.served_note = serve_on_all_rows(run, briefing.dataset, task.holdout,
                                                 automl.pool, settings.seed,
-                                                refit_full_by(finish_by, loop_seconds))
+                                                refit_full_by(finish_by,
+                                                              automl.budget.tolerance_seconds))
         if tracker is not None:
             tracker.finish(run, report, task.holdout, deadline=finish_by)
     except BaseException as exc:
@@ -228,14 +228,14 @@ def search_sealed(
     return SearchResult(run, briefing, report, task.train.n_rows)
 
 
-def refit_full_by(finish_by: float | None, loop_seconds: float | None) -> float | None:
+def refit_full_by(finish_by: float | None, tolerance_seconds: float) -> float | None:
     """When the refit on all rows must end: ``finish_by``, with the first refit's tolerance
-    (``REFIT_TOLERANCE`` of the loop's share) allowed: a second's overrun beats serving a model
-    that never saw a fifth of the rows (Yogurt at 60 s: test ROC AUC 0.931 served on the
-    training rows, 0.969 on all, skipped for a refit of about 3 s with 2.6 s left)."""
+    (``LoopBudget.tolerance_seconds``) allowed: a second's overrun beats serving a model that
+    never saw a fifth of the rows (Yogurt at 60 s: test ROC AUC 0.931 served on the training
+    rows, 0.969 on all, skipped for a refit of about 3 s with 2.6 s left)."""
     if finish_by is None:
         return None
-    return finish_by + REFIT_TOLERANCE * (loop_seconds or 0.0)
+    return finish_by + tolerance_seconds
 
 
 __all__ = ["Holdout", "SealedTask", "SearchResult", "SearchSettings", "SplitOptions", "run_search",
