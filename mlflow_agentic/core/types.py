@@ -144,6 +144,9 @@ class AttemptRecord:
         return "verified" if self.verdict.valid else "rejected"
 
 
+TIME_CUT = "time budget spent"
+"""How an attempt the time budget cut says so (its ``pruned`` reason starts with it)."""
+
 TIES_NAMED = 5
 """Ties the one-line summary names (130 linear models within a standard error of each other
 made one 6,000-character line on OJ at 60 s)."""
@@ -252,10 +255,22 @@ class EngineeringRun:
         if counts.get("failed", 0) == len(self.attempts):
             first = next(a.error for a in self.attempts if a.error)
             return f"every attempt failed (first error: {first[:300]})"
+        if all((a.pruned or "").startswith(TIME_CUT) for a in self.attempts):
+            return self._why_time_ran_out()
         parts = [f"{n} {status}" for status, n in sorted(counts.items())]
         rejected = ("; the rejected did not beat the trivial baseline "
                     f"{self.metric}={self.baseline_score:.4f}" if counts.get("rejected") else "")
         return ", ".join(parts) + rejected
+
+    def _why_time_ran_out(self) -> str:
+        """Every attempt cut by the time budget before its folds were scored: what the loop
+        spent its seconds on (a wide file's fold preprocessing can take all of a small
+        budget) and what to change."""
+        prep = (f", {self.preprocess_seconds:.1f}s of it preparing the folds' preprocessing"
+                if self.preprocess_seconds >= 0.05 else "")
+        return (f"the time budget ran out before any attempt finished its folds: "
+                f"{len(self.attempts)} pruned unscored; the loop ran {self.wall_seconds:.1f}s"
+                f"{prep}; give a larger --time-budget")
 
     def leaderboard(self) -> list[AttemptRecord]:
         """Attempts best first (verified before unverified, failures last)."""

@@ -15,6 +15,7 @@ import numpy as np
 from sklearn.base import clone
 
 from mlflow_agentic.core.metrics import Metric
+from mlflow_agentic.core.types import TIME_CUT
 from mlflow_agentic.engine.folds import FoldData, FoldOutput, fit_fold, score_output
 from mlflow_agentic.engine.outcome import Outcome, Planned
 from mlflow_agentic.engine.parallel import WorkerPool, single_threaded
@@ -85,7 +86,7 @@ class BatchRunner:
                 if not state.done and not future.cancelled():
                     self._take(state, tasks[t][1], future)
             spent = deadline is not None and time.perf_counter() >= deadline
-            if spent and self._cut(states, "time budget spent"):
+            if spent and self._cut(states, TIME_CUT):
                 # folds still running would delay the refit: stop them all
                 self.pool.abort([f for s in states for f in s.futures])
             released = self._release(batch, states, released, started, on_done)
