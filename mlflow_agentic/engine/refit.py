@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import time
 import warnings
+from typing import TYPE_CHECKING
 
 from mlflow_agentic.core.types import best_first
 from mlflow_agentic.engine.parallel import WorkerPool, single_threaded
 from mlflow_agentic.trainers.registry import get_trainer
+
+if TYPE_CHECKING:  # budget imports this module (COMBINERS)
+    from mlflow_agentic.engine.budget import LoopBudget
 
 ENSEMBLE = "ensemble"
 """The trainer name of an ensemble attempt (not in the registry: the engine builds it)."""
@@ -44,7 +48,7 @@ def refit_pool(pool: WorkerPool) -> WorkerPool:
     return pool if pool.warm else WorkerPool(1)
 
 
-def restart_for_refit(pool: WorkerPool, budget) -> bool:
+def restart_for_refit(pool: WorkerPool, budget: LoopBudget) -> bool:
     """Restart the workers a spent budget killed when the refit ``budget`` kept back ends
     sooner on them (``LoopBudget.restart_pays``): they import while the ensemble is chosen,
     and both refits use them (``refit_pool``). Returns whether it did."""
