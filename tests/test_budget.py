@@ -33,8 +33,8 @@ def budget(after_loop: bool, workers: int = 2) -> LoopBudget:
 
 def test_without_an_ensemble_the_deadline_keeps_back_the_best_attempts_refit():
     b = budget(after_loop=False)
-    b.note_refit_cost(attempt(0.80), fit_seconds=50.0, n_folds=5, preprocess_seconds=0.0)
-    b.note_refit_cost(attempt(0.70), fit_seconds=500.0, n_folds=5, preprocess_seconds=0.0)
+    b.note_refit_cost(attempt(0.80), fit_seconds=50.0, n_folds=5, fold_preprocess_seconds=0.0)
+    b.note_refit_cost(attempt(0.70), fit_seconds=500.0, n_folds=5, fold_preprocess_seconds=0.0)
     # the best's, not the slowest's: at the share of a fit alone on the machine
     assert b.refit_estimate == pytest.approx(ALONE_SHARE * 10.0 * 1.3)
 
@@ -44,7 +44,7 @@ def test_with_an_ensemble_the_likely_members_refit_side_by_side_on_restarted_wor
     costs = [10.0, 20.0, 30.0, 40.0, 50.0]  # one fold each (n_folds=1), best score last
     for i, seconds in enumerate(costs):
         b.note_refit_cost(attempt(0.7 + i / 100), fit_seconds=seconds, n_folds=1,
-                          preprocess_seconds=0.0)
+                          fold_preprocess_seconds=0.0)
     likely = sorted(costs)[-ENSEMBLE_MEMBERS:]  # the best scores are the slowest here
     # 65 | 52 then 39 | 26: both workers end at 91 s, after 2 s of starting
     assert b.refit_estimate == pytest.approx(
@@ -61,7 +61,7 @@ def test_quick_members_are_refit_in_this_process_as_the_killed_workers_cannot_he
     b = budget(after_loop=True, workers=2)
     for seconds in (0.9, 1.2, 1.3):
         b.note_refit_cost(attempt(0.8), fit_seconds=seconds / 1.3, n_folds=1,
-                          preprocess_seconds=0.0)
+                          fold_preprocess_seconds=0.0)
     # in series (2.4 s) sooner than on restarted workers (0.9 s + 2 s)
     assert b.refit_estimate == pytest.approx(ALONE_SHARE * (0.9 + 1.2 + 1.3))
     assert not b.restart_pays()
@@ -79,11 +79,11 @@ def test_the_refit_on_all_rows_is_kept_back_with_the_share_its_decision_uses():
     assert full_refit_share(8000, 0) == 0.0  # no holdout rows: no refit on all rows follows
     b = budget(after_loop=False)
     b.full_refit = full_refit_share(8000, 2000)
-    b.note_refit_cost(attempt(0.8), fit_seconds=5.0, n_folds=5, preprocess_seconds=0.0)
+    b.note_refit_cost(attempt(0.8), fit_seconds=5.0, n_folds=5, fold_preprocess_seconds=0.0)
     assert b.kept_back(b.started + 59.0) == pytest.approx((1 + 1.375) * ALONE_SHARE * 1.3)
     off = LoopBudget(SearchSettings(time_budget=60, refit_full=False), {}, False)
     off.full_refit = b.full_refit
-    off.note_refit_cost(attempt(0.8), fit_seconds=5.0, n_folds=5, preprocess_seconds=0.0)
+    off.note_refit_cost(attempt(0.8), fit_seconds=5.0, n_folds=5, fold_preprocess_seconds=0.0)
     assert off.kept_back(off.started + 59.0) == pytest.approx(ALONE_SHARE * 1.3)
 
 
@@ -127,9 +127,9 @@ def test_a_big_models_shipping_and_logging_are_kept_back_beyond_the_fixed_reserv
     )
 
     small, big = budget(after_loop=False), budget(after_loop=False)
-    small.note_refit_cost(attempt(0.8), fit_seconds=5.0, n_folds=5, preprocess_seconds=0.0,
+    small.note_refit_cost(attempt(0.8), fit_seconds=5.0, n_folds=5, fold_preprocess_seconds=0.0,
                           model_mb=1.0)
-    big.note_refit_cost(attempt(0.8), fit_seconds=5.0, n_folds=5, preprocess_seconds=0.0,
+    big.note_refit_cost(attempt(0.8), fit_seconds=5.0, n_folds=5, fold_preprocess_seconds=0.0,
                         model_mb=200.0)  # a forest of full-depth trees
     refit_mb = REFIT_GROWTH * 200.0
     assert small.refit_estimate == pytest.approx(
@@ -147,9 +147,9 @@ def test_a_bag_too_big_to_log_in_time_is_not_served_a_cheaper_refit_is():
 
     b = budget(after_loop=False)
     forest, linear = attempt(0.95), attempt(0.80)
-    b.note_refit_cost(forest, fit_seconds=200.0, n_folds=5, preprocess_seconds=0.0,
+    b.note_refit_cost(forest, fit_seconds=200.0, n_folds=5, fold_preprocess_seconds=0.0,
                       model_mb=400.0)  # 5 fold models: 2 GB to log
-    b.note_refit_cost(linear, fit_seconds=1.0, n_folds=5, preprocess_seconds=0.0,
+    b.note_refit_cost(linear, fit_seconds=1.0, n_folds=5, fold_preprocess_seconds=0.0,
                       model_mb=0.01)
     b.started = time.perf_counter() - 50  # 10 s left of 60
     assert not b.refit_fits([forest]) and not b.refit_fits([forest], bag=True)
@@ -200,9 +200,9 @@ def test_in_the_last_stretch_the_refit_kept_back_is_the_standing_ensembles():
     b = budget(after_loop=True, workers=2)
     slow = attempt(0.90, "random_forest")
     quick = [attempt(0.80 + i / 100) for i in range(3)]
-    b.note_refit_cost(slow, fit_seconds=9.0, n_folds=1, preprocess_seconds=0.0)
+    b.note_refit_cost(slow, fit_seconds=9.0, n_folds=1, fold_preprocess_seconds=0.0)
     for record in quick:
-        b.note_refit_cost(record, fit_seconds=1.0, n_folds=1, preprocess_seconds=0.0)
+        b.note_refit_cost(record, fit_seconds=1.0, n_folds=1, fold_preprocess_seconds=0.0)
     b.full_refit = 0.3  # a refit on all rows of 30% more time follows the first
     refits, ahead = 1.3, b.refit_estimate
     # the forest is a likely member: on one restarted worker while the other fits the rest
@@ -271,7 +271,7 @@ def test_a_measured_selection_keeps_back_its_own_time_not_the_fixed_second():
     from mlflow_agentic.engine.budget import AFTER_LOOP_RESERVE_SECONDS, SELECTION_RECORD_SECONDS
 
     b = budget(after_loop=True)
-    b.note_refit_cost(attempt(0.8), fit_seconds=3.0, n_folds=3, preprocess_seconds=0.0)
+    b.note_refit_cost(attempt(0.8), fit_seconds=3.0, n_folds=3, fold_preprocess_seconds=0.0)
     guessed = b.deadline()
     b.note_selection(0.05)
     measured = 0.05 + SELECTION_RECORD_SECONDS
@@ -295,12 +295,12 @@ def test_a_refit_that_ends_sooner_on_fresh_workers_restarts_them(churn_small):
     automl.budget.workers, automl.budget.after_loop = 2, True  # an ensemble's members
     for seconds in (0.5, 0.4, 0.3):
         automl.budget.note_refit_cost(attempt(0.8), fit_seconds=seconds, n_folds=1,
-                                      preprocess_seconds=0.0)
+                                      fold_preprocess_seconds=0.0)
     assert not restart_for_refit(pool, automl.budget) and not pool.warm
     automl.budget.refit_costs.clear()
     for seconds in (20.0, 20.0, 20.0, 20.0):  # four forests: 80 s in series, 40 s side by side
         automl.budget.note_refit_cost(attempt(0.8, "random_forest"), fit_seconds=seconds,
-                                      n_folds=1, preprocess_seconds=0.0)
+                                      n_folds=1, fold_preprocess_seconds=0.0)
     try:
         assert restart_for_refit(pool, automl.budget) and pool.warm
         assert pool.submit(int, "7").result() == 7  # the refit's pool runs on them

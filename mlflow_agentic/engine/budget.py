@@ -120,12 +120,13 @@ class LoopBudget:
         return time.perf_counter() - self.started
 
     def note_refit_cost(self, record: AttemptRecord, fit_seconds: float, n_folds: int,
-                        preprocess_seconds: float, model_mb: float | None = None) -> None:
+                        fold_preprocess_seconds: float, model_mb: float | None = None) -> None:
         """What the final refit may cost: the best attempt's (one fold's fit on k/(k-1) the
-        rows, plus that share of the preprocessing the folds had ready-made: a refit does its
-        own, seconds on a big file), or, when an ensemble step follows, its likely members'
-        (``ENSEMBLE_MEMBERS`` attempts, each trainer's best first, as the ensemble's candidates
-        are taken; refit side by side on the workers). With
+        rows, plus one fold's preprocessing in the attempt's style, which the folds had
+        ready-made: a refit does its own, seconds on a big file; its own style's only, as
+        counting every style's kept back twice the refit on CPS1988), or, when an ensemble
+        step follows, its likely members' (``ENSEMBLE_MEMBERS`` attempts, each trainer's best
+        first, as the ensemble's candidates are taken; refit side by side on the workers). With
         ``model_mb`` (one fold model's size), the model's way back and its logging too: a
         forest of a hundred MB takes seconds to ship and log. With ``settings.bag`` the refit's
         time is kept back all the same: logging k fold models of a forest costs about what
@@ -135,7 +136,7 @@ class LoopBudget:
         if model_mb is not None:
             self.model_mb[record.index] = model_mb
         mb = REFIT_GROWTH * (model_mb or 0.0)
-        cost = (fit_seconds / n + preprocess_seconds / n) * 1.3 + SHIP_SECONDS_PER_MB * mb
+        cost = (fit_seconds / n + fold_preprocess_seconds) * 1.3 + SHIP_SECONDS_PER_MB * mb
         self.refit_costs[record.index] = (record.utility, cost)
         self.trainer[record.index] = record.candidate.trainer
         ranked = sorted(self.refit_costs, key=lambda i: self.refit_costs[i], reverse=True)

@@ -98,6 +98,9 @@ class FoldData:
         """Fold preprocessing read back for bagging (``{style}-{k}`` -> fitted steps)."""
         self._lock = threading.Lock()
         self.preprocess_seconds = 0.0
+        """Wall time preparing every style's folds (what the search spent on it)."""
+        self._fold_seconds: dict[str, float] = {}
+        """Per style: one fold's preprocessing, timed where it ran (what a refit repeats)."""
 
     @classmethod
     def for_pool(cls, dataset, splits, extra_X, pool) -> FoldData:
@@ -146,12 +149,22 @@ class FoldData:
         with self._lock:
             if style not in self._cache:
                 start = time.perf_counter()
-                self._cache[style] = [
-                    preprocess_fold(self.dataset, style, tr, te, self.extra_X,
-                                    self.spill_to, f"{style}-{k}", self.spill_bytes)
-                    for k, (tr, te) in enumerate(self.splits)]
+                timed = [timed_preprocess(self.dataset, style, tr, te, self.extra_X,
+                                          self.spill_to, f"{style}-{k}", self.spill_bytes)
+                         for k, (tr, te) in enumerate(self.splits)]
+                self._keep(style, timed)
                 self.preprocess_seconds += time.perf_counter() - start
             return self._cache[style]
+
+    def fold_preprocess_seconds(self, style: str | None) -> float:
+        """One fold's preprocessing in ``style`` (0 when not prepared here, e.g. code mode,
+        whose pipeline preprocesses inside its fit): a refit in that style repeats it on all
+        the rows, and only that style's (preparing every style took longer)."""
+        return self._fold_seconds.get(style, 0.0) if style is not None else 0.0
+
+    def _keep(self, style: str, timed: list[tuple[float, FoldMatrices]]) -> None:
+        self._cache[style] = [matrices for _, matrices in timed]
+        self._fold_seconds[style] = sum(seconds for seconds, _ in timed) / max(len(timed), 1)
 
     def prepare(self, styles, pool) -> None:
         """Preprocess the missing ``styles``, every (style, fold) a task on ``pool``."""
@@ -162,15 +175,15 @@ class FoldData:
         jobs = [(s, k) for s in missing for k in range(self.n_splits)]
         dataset = ship(self.dataset, self.spill_to, "dataset", self.spill_bytes)
         extra = ship(self.extra_X, self.spill_to, "extra", self.spill_bytes)
-        futures = [pool.submit(preprocess_fold, dataset, s, *self.splits[k], extra,
+        futures = [pool.submit(timed_preprocess, dataset, s, *self.splits[k], extra,
                                self.spill_to, f"{s}-{k}", self.spill_bytes)
                    for s, k in jobs]
-        results: dict[tuple[str, int], FoldMatrices] = {}
+        results: dict[tuple[str, int], tuple[float, FoldMatrices]] = {}
         for i, future in pool.in_order(futures):
             results[jobs[i]] = future.result()
         with self._lock:
             for s in missing:
-                self._cache[s] = [results[(s, k)] for k in range(self.n_splits)]
+                self._keep(s, [results[(s, k)] for k in range(self.n_splits)])
         self.preprocess_seconds += time.perf_counter() - start
 
 
@@ -189,6 +202,13 @@ def preprocess_fold(dataset, style: str, train, test, extra_X=None, spill_to: st
     extra = None if extra_X is None else _dense(steps.transform(extra_X))
     return FoldMatrices(X_train, y[train], _dense(steps.transform(X.iloc[test])),
                         extra).spill(spill_to, name, spill_bytes)
+
+
+def timed_preprocess(*args) -> tuple[float, FoldMatrices]:
+    """``preprocess_fold`` and its seconds, timed where it ran (a worker task)."""
+    start = time.perf_counter()
+    matrices = preprocess_fold(*args)
+    return time.perf_counter() - start, matrices
 
 
 def _dense(matrix) -> np.ndarray:
