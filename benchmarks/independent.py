@@ -392,7 +392,8 @@ def report(rows: list[dict], names: list[str], ours: str = OURS) -> str:
     shown = [{**r, "system": OURS} if r["system"] == ours else r for r in rows
              if r["system"] != PREVIOUS and (ours == OURS or r["system"] != OURS)]
     lines = [f"(this project: {ours})", suite.report(shown)]
-    lines += ["", "## spread over splits (standard deviation of each system's score)", "",
+    lines += ["", "## spread over splits (standard deviation of each system's score, idle runs)",
+              "",
               "| dataset | budget | " + " | ".join(SYSTEMS) + " |",
               "|---|---|" + "---|" * len(SYSTEMS)]
     for name in names:
