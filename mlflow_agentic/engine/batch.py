@@ -57,9 +57,9 @@ class BatchRunner:
         # every fold of every style this batch needs, in parallel, once per search; an error
         # is left to each candidate below, so it lands on that candidate's record
         with contextlib.suppress(Exception):
-            self.folds.prepare([p.trainer.preprocessing for p in batch
-                                if p.error is None and p.restored is None
-                                and p.code is None], self.pool)
+            self.folds.prepare([p.style for p in batch
+                                if p.style and p.error is None and p.restored is None],
+                               self.pool)
         ready = [(i, *built) for i, plan in enumerate(batch)
                  if (built := self._build(plan, states[i])) is not None]
         # candidate-major order (A1..A5 B1..B5), in proposal order (the seeds: cheap first): when

@@ -33,7 +33,7 @@ from mlflow_agentic.engine.code import dropped_columns, refit_code, reviewed, su
 from mlflow_agentic.engine.cv import make_splits, resolve_scheme
 from mlflow_agentic.engine.evaluation import baseline_model, cross_validate
 from mlflow_agentic.engine.folds import FoldData
-from mlflow_agentic.engine.outcome import Outcome, Planned
+from mlflow_agentic.engine.outcome import Outcome
 from mlflow_agentic.engine.parallel import WorkerPool, resolve_n_jobs, workers_that_fit
 from mlflow_agentic.engine.refit import bagged, refit, restart_for_refit
 from mlflow_agentic.engine.restore import Restored
@@ -273,7 +273,7 @@ class AgenticAutoML:
                 record = reviewed(self.proposer, record, outcome)
             history.append(record)
             records.append(record)
-            self._keep_outputs(record, outcome, history, plans[i])
+            self._keep_outputs(record, outcome, history, plans[i].style)
             self.proposer.observe(record)
             if outcome.oof is not None and not record.restored:  # what a resume reads back
                 self.observers.emit("on_attempt_outputs", record, outcome.oof, outcome.extra)
@@ -284,16 +284,13 @@ class AgenticAutoML:
         self._batches().run(plans, self.budget.deadline(), done, on_submitted=started)
         return records
 
-    def _keep_outputs(self, record: AttemptRecord, outcome: Outcome, history,
-                      plan: Planned) -> None:
-        """What later steps need of an attempt: its out-of-fold and extra-row predictions (the
-        ensemble blends them), the best attempts' fold models (they may be served averaged) and
-        what a refit will cost."""
+    def _keep_outputs(self, record: AttemptRecord, outcome: Outcome, history, style) -> None:
+        """What later steps need of an attempt: its out-of-fold and extra-row predictions (to
+        blend), the best attempts' fold models (to serve averaged), its refit's cost."""
         folds = self._batches().folds
         if record.verdict.valid and outcome.fit_seconds:  # sized before its models may go
-            style = plan.trainer.preprocessing if plan.trainer and plan.code is None else None
-            self.budget.note_refit_cost(record, outcome.fit_seconds,
-                                        len(outcome.fold_scores) or folds.n_splits,
+            n = len(outcome.fold_scores) or folds.n_splits
+            self.budget.note_refit_cost(record, outcome.fit_seconds, n,
                                         folds.fold_preprocess_seconds(style),
                                         folds.model_mb(record.index))
         folds.keep_models_of(bag_worthy(history), upto=record.index)

@@ -26,6 +26,12 @@ class Planned:
     index: int = 0
     """The attempt it becomes (its fold models are kept under it)."""
 
+    @property
+    def style(self) -> str | None:
+        """The fold preprocessing its fits share (``FoldData``); None in code mode, whose
+        pipeline preprocesses inside its own fit, or when it failed to plan."""
+        return self.trainer.preprocessing if self.trainer and self.code is None else None
+
 
 @dataclass
 class Outcome:
