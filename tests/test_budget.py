@@ -185,6 +185,9 @@ def test_a_budget_spent_before_the_loop_starts_no_attempt_and_says_so(churn_smal
     assert loop_budget(1.5, now, tracked=False) > 1.0
     assert loop_budget(30.0, now - (30.0 - reserve - 1.5), tracked=True) > 1.0
     assert loop_budget(30.0, now - (30.0 - reserve - 0.5), tracked=True) == 0.0  # under 1 s
+    # rows cost the recording only beyond what the fixed reserve covers (50k: measured)
+    small, mid, big = (loop_budget(60.0, now, True, n_rows=n) for n in (0, 49_000, 1_050_000))
+    assert mid == pytest.approx(small, abs=0.01) and big == pytest.approx(small - 15.0, abs=0.01)
     tracker = MlflowTracker(register="never")
     result = run_search(churn_small, lambda: SequenceProposer([SolutionCandidate("linear", {})]),
                         cv=3, n_jobs=1, time_budget=1.5, tracker=tracker)

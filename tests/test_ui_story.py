@@ -210,6 +210,14 @@ def test_diagnostics_and_explanations_on_the_selected_run(story):
     assert len(predictions) == hd_rows
     assert np.allclose(predictions[["probability_No", "probability_Yes"]].sum(axis=1), 1,
                        atol=1e-3)
+    # the table is the scored model's own holdout output (predicted once, by the scoring):
+    # its probabilities give the holdout score, its labels are the most probable class
+    from sklearn.metrics import roc_auc_score
+    assert roc_auc_score(predictions["actual_Churn"] == "Yes", predictions["probability_Yes"]
+                         ) == pytest.approx(story.result.holdout.selected.holdout, abs=2e-3)
+    likelier = np.where(predictions["probability_Yes"] > predictions["probability_No"], "Yes",
+                        "No")
+    assert (predictions["predicted_Churn"] == likelier).all()
     importance = story.table(sel, "explanations/permutation_importance.json")
     features = set(story.result.briefing.dataset.feature_columns)
     assert set(importance["column"]) == features and "customerID" not in features

@@ -30,7 +30,12 @@ docs/performance.md). A model over 30 MB is the loop's to
 plan for (``engine.budget.LOG_SECONDS_PER_MB``); diagnostics that would not fit are skipped
 and say so."""
 FINISH_PER_ROW = 1.5e-5
-"""And per row of the file: the holdout rows logged and scored, the data profile."""
+"""And per row of the file beyond ``FINISH_FREE_ROWS``: the holdout rows logged and scored,
+the data profile (21 s at 1.4M rows)."""
+FINISH_FREE_ROWS = 50_000
+"""Rows the fixed reserve already covers: with a core busy the recording of 20 s searches took
+1.55-1.95 s from 1.9k to 49k rows, no more on the larger files, while the per-row term had kept
+back up to 0.74 s more (CPS SW8, 49k rows, ended at 18.2 s of 20)."""
 FINISH_PER_COLUMN = 0.004
 """And per column: the model's signature and input example, the data profile, the holdout
 rows."""
@@ -171,7 +176,8 @@ def loop_budget(total: float | None, started: float, tracked: bool,
     none: attempts started then would only be cut, past the budget."""
     if total is None:
         return None
-    reserve = (FINISH_SECONDS + FINISH_SHARE * total + FINISH_PER_ROW * n_rows
+    reserve = (FINISH_SECONDS + FINISH_SHARE * total
+               + FINISH_PER_ROW * max(n_rows - FINISH_FREE_ROWS, 0)
                + FINISH_PER_COLUMN * n_columns if tracked else 0.0)
     left = total - (time.perf_counter() - started) - reserve
     return left if left >= MIN_LOOP_SECONDS else 0.0
@@ -217,8 +223,7 @@ def search_sealed(
         if settings.refit_full:  # after the holdout has spoken: it scored the model above
             run.served_note = serve_on_all_rows(run, briefing.dataset, task.holdout,
                                                 automl.pool, settings.seed,
-                                                refit_full_by(finish_by,
-                                                              automl.budget.tolerance_seconds))
+                                                automl.budget.refit_full_by())
         if tracker is not None:
             tracker.finish(run, report, task.holdout, deadline=finish_by)
     except BaseException as exc:
@@ -226,16 +231,6 @@ def search_sealed(
             tracker.on_search_error(exc)
         raise
     return SearchResult(run, briefing, report, task.train.n_rows)
-
-
-def refit_full_by(finish_by: float | None, tolerance_seconds: float) -> float | None:
-    """When the refit on all rows must end: ``finish_by``, with the first refit's tolerance
-    (``LoopBudget.tolerance_seconds``) allowed: a second's overrun beats serving a model that
-    never saw a fifth of the rows (Yogurt at 60 s: test ROC AUC 0.931 served on the training
-    rows, 0.969 on all, skipped for a refit of about 3 s with 2.6 s left)."""
-    if finish_by is None:
-        return None
-    return finish_by + tolerance_seconds
 
 
 __all__ = ["Holdout", "SealedTask", "SearchResult", "SearchSettings", "SplitOptions", "run_search",

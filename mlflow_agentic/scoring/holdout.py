@@ -41,6 +41,11 @@ class HoldoutReport:
     digest: str
     fit_seconds: float = 0.0
     """Time spent scoring after the search (the selected model predicting the holdout)."""
+    selected_output: np.ndarray | None = None
+    """The selected model's output on the holdout rows (probabilities aligned to the classes,
+    or predictions): its predictions table shows these, so the holdout is predicted once."""
+    selected_seconds: float = 0.0
+    """What predicting every holdout row with the selected model took (``selected_output``)."""
 
     def line(self) -> str:
         if self.selected is None:
@@ -110,12 +115,15 @@ def score_on_holdout(run: EngineeringRun, train, holdout, scorer: HoldoutScorer 
     scores: dict[int, HoldoutScore] = {}
     started = time.perf_counter()
     best_index = run.best_attempt.index if run.best_attempt is not None else None
+    selected_output, selected_seconds = None, 0.0
     for attempt in run.attempts:
         if attempt.failed or attempt.pruned is not None or not math.isfinite(attempt.score):
             continue
         try:
             if attempt.index == best_index and run.model is not None:
+                begun = time.perf_counter()
                 output = model_output(run.model, hd.X, train.classes, train.task != "regression")
+                selected_output, selected_seconds = output, time.perf_counter() - begun
                 value = score_output(metric, hd.y.to_numpy(), output, train.classes)
             elif scorer is not None and attempt.index in scorer.outputs:
                 value = scorer.score(attempt)
@@ -130,4 +138,5 @@ def score_on_holdout(run: EngineeringRun, train, holdout, scorer: HoldoutScorer 
                 float("nan"), False, f"{type(exc).__name__}: {exc}")
     selected = scores.get(best_index) if best_index is not None else None
     return HoldoutReport(run.metric, scores, selected, hd.n_rows, holdout.scheme,
-                         holdout.digest, time.perf_counter() - started)
+                         holdout.digest, time.perf_counter() - started, selected_output,
+                         selected_seconds)

@@ -66,9 +66,14 @@ class _Unscored:
 
 
 def log_diagnostics(rec, model, train, holdout, metric: str, model_id: str | None = None,
-                    seed: int = 0, deadline: float | None = None) -> dict[str, str]:
+                    seed: int = 0, deadline: float | None = None,
+                    output: np.ndarray | None = None,
+                    output_seconds: float = 0.0) -> dict[str, str]:
     """Evaluate ``model`` (refit on ``train``) on the ``holdout`` rows, on the active run.
-    Returns tags: what was logged and how long it took, or why it was not.
+    Returns tags: what was logged and how long it took, or why it was not. ``output``: the
+    model's output on every holdout row, already computed (``HoldoutReport.selected_output``,
+    which took ``output_seconds``): the predictions table shows it instead of predicting again
+    (a second and third pass over the holdout: up to a second of a 20 s search).
 
     Permutation importance is computed in a thread while MLflow's evaluator draws (tree
     predictions release the GIL; the evaluator is mostly Python), then logged here. With a
@@ -77,9 +82,11 @@ def log_diagnostics(rec, model, train, holdout, metric: str, model_id: str | Non
     tags: dict[str, str] = {}
     hd = holdout.dataset
     started = time.perf_counter()
-    # one prediction of every holdout row: also the unit of cost of what follows
-    _record(rec, tags, "predictions", started, _log_predictions, model, hd, train)
-    predict = (time.perf_counter() - started) * max(1.0, hd.n_rows / PREDICTION_ROWS)
+    # one prediction of every holdout row (predict and predict_proba): the unit of cost of what
+    # follows
+    _record(rec, tags, "predictions", started, _log_predictions, model, hd, train, output)
+    predict = (2 * output_seconds if output is not None else
+               (time.perf_counter() - started) * max(1.0, hd.n_rows / PREDICTION_ROWS))
     estimates = {"evaluate": EVALUATE_SECONDS + 2 * predict,
                  "importance": predict * importance_rows(hd, train) / max(hd.n_rows, 1)}
 
@@ -131,9 +138,11 @@ PREDICTION_ROWS = 20_000
 people; the whole holdout is scored all the same."""
 
 
-def _log_predictions(model, hd, train) -> None:
+def _log_predictions(model, hd, train, output: np.ndarray | None = None) -> None:
     """Holdout rows (up to ``PREDICTION_ROWS``): ID columns, the truth, the prediction (and
-    probabilities)."""
+    probabilities). With ``output`` (the model's on every holdout row), no prediction is made:
+    a class label is the most probable class, as the engine scores it (and as its ensembles
+    predict)."""
     if hd.n_rows > PREDICTION_ROWS:
         hd = hd.take(np.arange(PREDICTION_ROWS))
     X = hd.X
@@ -141,10 +150,14 @@ def _log_predictions(model, hd, train) -> None:
     table = X[ids].copy() if ids else pd.DataFrame(index=X.index)
     table.insert(0, "row", np.arange(len(X)))
     table[f"actual_{hd.target}"] = hd.y.to_numpy()
-    predicted = model.predict(X)
+    if output is not None:
+        output = np.asarray(output)[: len(X)]
+    classification = train.task != "regression"
+    predicted = (model.predict(X) if output is None else
+                 np.asarray(train.classes)[output.argmax(axis=1)] if classification else output)
     table[f"predicted_{hd.target}"] = predicted
-    if train.task != "regression":
-        proba = np.asarray(model.predict_proba(X))
+    if classification:
+        proba = np.asarray(model.predict_proba(X) if output is None else output)
         for k, cls in enumerate(train.classes):
             table[f"probability_{cls}"] = np.round(proba[:, k], DECIMALS)
         table["correct"] = table[f"actual_{hd.target}"].astype(str) == pd.Series(

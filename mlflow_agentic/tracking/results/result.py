@@ -114,12 +114,20 @@ def _log_on_selected(rec, run: EngineeringRun, report, holdout,
         if holdout is not None:
             tags.update(log_diagnostics(rec, scored, ctx.dataset, holdout, run.metric,
                                         model_id=scored_id, seed=ctx.search.seed,
-                                        deadline=deadline))
+                                        deadline=deadline, **_scored_output(report)))
             s = report.selected if report is not None else None
             if s is not None and s.error is None:  # MLflow's evaluator logs its own, unrounded
                 metrics[ev.holdout(run.metric)] = ev.shown(s.holdout)
         rec.log(run_id, metrics, params, tags)
     return Registration(info.model_uri)
+
+
+def _scored_output(report) -> dict:
+    """The holdout scoring's output of the model the diagnostics show (the one it scored), so
+    they need not predict the holdout again."""
+    if report is None or report.selected_output is None:
+        return {}
+    return {"output": report.selected_output, "output_seconds": report.selected_seconds}
 
 
 def _no_better(rec, run: EngineeringRun, holdout, report, register_name: str | None,
