@@ -87,13 +87,17 @@ OURS = "mlflow-agentic"
 PREVIOUS = "mlflow-agentic-previous"
 VARIANTS = {OURS: (), "mlflow-agentic-training-rows": ("--no-refit-full",),
             "mlflow-agentic-5-folds": ("--large-rows", "0"),
-            "mlflow-agentic-ungrouped": ("--cv-scheme", "stratified")}
+            "mlflow-agentic-ungrouped": ("--cv-scheme", "stratified"),
+            "mlflow-agentic-no-catboost": ("--trainers", "linear,random_forest,extra_trees,"
+                                           "hist_gradient_boosting,xgboost,lightgbm,knn")}
 """This project's levers, each as the options a user would add (a lever stays when it does not
 lose on the validation set): serving the model fitted on the training rows only (the
 default before 2026-12-04; rows named ``mlflow-agentic-refit-full`` are of engines where
 refitting on all rows was that option); 5 folds at every size (no fewer folds, and every trainer
 seeded, on large tables); folds that ignore near-duplicate clusters (random or stratified, as
-the harness's own split is). Rows named ``mlflow-agentic-found-rounds`` are of commit
+the harness's own split is); the default search without CatBoost (the default before
+2026-12-06, the k-NN example plugin installed as in every row here). Rows named
+``mlflow-agentic-found-rounds`` are of commit
 ``c8cbb5b`` (histogram boosting refit on every row for the rounds early stopping found, on up to
 10,000 rows), reverted after it lost on the development set."""
 

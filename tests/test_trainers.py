@@ -16,8 +16,7 @@ from mlflow_agentic.trainers.preprocessing import value_bins
 from mlflow_agentic.trainers.transforms import binning_booster
 
 BUILTIN = ["linear", "random_forest", "extra_trees", "hist_gradient_boosting", "xgboost",
-           "lightgbm"]
-ON_REQUEST = ["catboost"]  # the [catboost] extra (in [dev]): searched when named
+           "lightgbm", "catboost"]
 
 
 def frame(task: str, n: int = 150, seed: int = 0) -> pd.DataFrame:
@@ -38,9 +37,8 @@ def test_builtins_are_registered():
     assert set(BUILTIN) <= set(trainer_registry())
 
 
-def test_catboost_is_searched_when_named_only():
-    assert set(BUILTIN + ON_REQUEST) <= set(trainer_registry())
-    assert "catboost" not in resolve_trainers(None, "binary")
+def test_catboost_is_searched_by_default_and_stops_early():
+    assert "catboost" in resolve_trainers(None, "binary")
     assert resolve_trainers(["catboost", "linear"], "regression") == ["catboost", "linear"]
     ds = Dataset.from_frame(frame("binary", n=400))
     pipe = get_trainer("catboost").pipeline(ds, {}).fit(ds.X, ds.y)
@@ -50,7 +48,7 @@ def test_catboost_is_searched_when_named_only():
 
 
 @pytest.mark.parametrize("task", ["binary", "multiclass", "regression"])
-@pytest.mark.parametrize("name", BUILTIN + ON_REQUEST)
+@pytest.mark.parametrize("name", BUILTIN)
 def test_unfitted_pipeline_fits_and_predicts(name, task):
     ds = Dataset.from_frame(frame(task))
     trainer = get_trainer(name)
@@ -65,7 +63,7 @@ def test_unfitted_pipeline_fits_and_predicts(name, task):
         assert pipe.predict_proba(ds.X.head(10)).shape == (10, 2)
 
 
-@pytest.mark.parametrize("name", BUILTIN + ON_REQUEST)
+@pytest.mark.parametrize("name", BUILTIN)
 def test_defaults_lie_in_the_space_that_scales_with_rows(name):
     small = Dataset.from_frame(frame("binary", n=200))
     large = Dataset.from_frame(frame("binary", n=60_000))

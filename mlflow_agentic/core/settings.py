@@ -147,8 +147,8 @@ class SearchSettings:
         None, "roc_auc, log_loss, accuracy, balanced_accuracy, f1, roc_auc_ovr, rmse, mae, r2 "
         "(default: by task).", same_on_resume=True)
     trainers: tuple[str, ...] | None = setting(
-        None, "Comma-separated trainers to search (default: all that fit the task, except "
-        "catboost, searched when named).", same_on_resume=True)
+        None, "Comma-separated trainers to search (default: all that fit the task).",
+        same_on_resume=True)
     portfolio: str = setting(
         "builtin", "The optuna proposer's first candidates: builtin (proven configurations, "
         "chosen across public datasets by benchmarks/portfolio.py), defaults (each trainer at "
