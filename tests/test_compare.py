@@ -264,7 +264,7 @@ def test_several_datasets_get_one_comparison_each_and_a_ranking(tmp_path, monkey
     (folder / "notes.txt").write_text("not a dataset")
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     result = _isolated_cli(["compare", "--data", str(folder), "--proposers", "optuna,random",
-                            "--budget-iterations", "2", "--seeds", "1", "--trainers", "linear",
+                            "--budget-iterations", "4", "--seeds", "1", "--trainers", "linear",
                             "--cv", "3", "--tracking-uri", uri, "--quiet"], tmp_path,
                            monkeypatch)
     assert result.exit_code == 0, result.output
@@ -280,7 +280,7 @@ def test_several_datasets_get_one_comparison_each_and_a_ranking(tmp_path, monkey
     ranking = load_table(uri, exp.experiment_id, "ranking_table.json", top[0].info.run_id)
     assert sorted(ranking["proposer"]) == ["optuna", "random"]
     assert sum(ranking["wins"]) >= 2  # one winner per dataset (ties share)
-    # one seed and a two-attempt budget decide little, and each verdict says so
+    # one seed and a four-attempt budget decide little, and each verdict says so
     for run in per:
         assert "One seed: there is no seed-to-seed spread" in run.data.tags["verdict"]
     churn = next(r for r in per if r.data.tags["dataset"] == "churn")
@@ -323,3 +323,56 @@ def test_bad_input_is_refused_before_any_run(tmp_path, monkeypatch, churn_frame,
     client = mlflow.MlflowClient(tracking_uri=uri)
     ids = [e.experiment_id for e in client.search_experiments()]
     assert client.search_runs(ids) == []  # nothing half-written
+
+
+def test_an_llm_that_never_answered_is_not_ranked(tmp_path, monkeypatch, churn_frame):
+    """The compare guide's newcomer example against a server that lists its model, then dies at
+    the first completion: the LLM's arms ran only the seed candidates, so no proposer is
+    crowned; the verdict says why and the command exits 1, every arm recorded."""
+    data = tmp_path / "churn.csv"
+    churn_frame.head(600).to_csv(data, index=False)
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    server = ScriptedOpenAI(script=[("die",)])
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    try:
+        result = _isolated_cli(["compare", "--data", str(data), "--proposers", "llm,optuna",
+                                "--budget-iterations", "6", "--seeds", "1,2", "--trainers",
+                                "linear,lightgbm", "--cv", "3", "--tracking-uri", uri,
+                                "--llm-base-url", server.base_url, "--llm-model", "scripted",
+                                "--quiet"], tmp_path, monkeypatch)
+    finally:
+        server.close()
+    assert result.exit_code == 1, result.output
+    verdict = next(line for line in result.output.splitlines() if line.startswith("churn: "))
+    assert "No comparison of proposers was made: llm made no proposal of its own" in verdict
+    assert "the LLM endpoint kept failing" in verdict and "Best mean" not in verdict
+    assert "no comparison of proposers was made on any dataset" in result.output
+    client = mlflow.MlflowClient(tracking_uri=uri)
+    ids = [e.experiment_id for e in client.search_experiments()]
+    arms = client.search_runs(ids, "tags.`agentic.role` = 'search'")
+    assert sorted(a.data.tags["proposer"] for a in arms) == ["llm", "llm", "optuna", "optuna"]
+    report = client.search_runs(ids, "tags.`agentic.role` = 'comparison'")[0]
+    assert "not ranked" not in report.data.tags["verdict"].lower()
+    assert "No comparison of proposers" in report.data.tags["verdict"]
+
+
+def test_proposals_are_counted_and_a_proposer_without_any_is_not_ranked():
+    from mlflow_agentic.compare.table import Arm, summarize, verdict_line
+
+    def arm(proposer, seed, holdout, proposals, stop="budget"):
+        return Arm("churn", proposer, seed, "r", "roc_auc", True, holdout, holdout, 0.0, "linear",
+                   4, 4, 0, 0, 1.0, 1.0, stop_reason=stop, proposals=proposals,
+                   proposals_verified=proposals)
+
+    dead = [arm("llm", s, 0.86, 0, "the LLM endpoint kept failing") for s in (1, 2)]
+    rows = summarize(dead + [arm("optuna", s, 0.85, 3) for s in (1, 2)])
+    assert rank(rows, True) == {"optuna": 1}
+    assert verdict_line(rows, "roc_auc", True).startswith(
+        "No comparison of proposers was made: llm made no proposal of its own (the LLM "
+        "endpoint kept failing); only optuna searched.")
+    three = summarize(dead + [arm(p, 1, h, 2) for p, h in (("optuna", 0.85), ("random", 0.84))])
+    line = verdict_line(three, "roc_auc", True)
+    assert line.startswith("Best mean holdout roc_auc: optuna 0.8500") and "Not ranked: llm" in line
+    # one seed without a proposal: the proposer's figures are of its other seed
+    mixed = summarize([arm("llm", 1, 0.9, 2), arm("llm", 2, 0.5, 0), arm("optuna", 1, 0.85, 2)])
+    assert mixed[0]["holdout"] == 0.9 and mixed[0]["proposals"] == 2

@@ -92,6 +92,29 @@ def test_predict_refuses_what_serving_refuses_with_the_same_message(searched, ch
     assert missing.exit_code == 2 and f"registered: {NAME}" in missing.output
 
 
+def test_predict_names_a_missing_column_in_two_lines_and_warns_of_extra_ones(searched,
+                                                                             churn_frame,
+                                                                             tmp_path):
+    uri, _ = searched
+    data = tmp_path / "rows.csv"
+    churn_frame.head(5).drop(columns=["tenure"]).assign(note="x").to_csv(data, index=False)
+    missing = CliRunner().invoke(main, ["predict", NAME, "--data", str(data),
+                                                        "--tracking-uri", uri])
+    assert missing.exit_code == 2
+    lines = missing.stderr.strip().splitlines()
+    assert len(lines) <= 2, missing.stderr
+    assert f"the rows of {data} lack 1 column(s) the model needs: tenure" in lines[0]
+    assert "the model takes " in lines[1] and "note" in lines[1]
+    extra = tmp_path / "extra.csv"
+    churn_frame.head(5).assign(note="x").to_csv(extra, index=False)
+    result = CliRunner().invoke(main, ["predict", NAME, "--data", str(extra),
+                                                       "--keep", "customerID", "--tracking-uri",
+                                                       uri])
+    assert result.exit_code == 0, result.stderr
+    assert "ignored 2 column(s) the model does not take: Churn, note" in result.stderr
+    assert "customerID" not in result.stderr.split("ignored")[1]
+
+
 @pytest.mark.slow
 def test_ui_serves_the_store_opens_the_search_in_model_training_and_stops_with_the_command(
         searched):

@@ -27,24 +27,27 @@ pytestmark = pytest.mark.slow  # hostile candidates in the Docker sandbox
 SECRET = "root:HOST-SECRET-e3b0c44298fc:19000:0:99999:7:::"
 
 
-def hostile(name: str, action: str, writer: str = "write_text") -> str:
+def hostile(name: str, action: str) -> str:
     """A candidate that, when the harness writes ``name``, does ``action`` (on ``path``, the
-    output's path inside) instead: it runs in the harness's process, so it can."""
+    output's path inside) instead: it runs in the harness's process (``__main__``), so it can
+    replace the harness's own writer."""
     return PLAIN + textwrap.dedent(f'''
-        import os, pathlib
+        import os
 
-        _real = pathlib.Path.{writer}
+        import __main__
+
+        _real = __main__._write
 
 
-        def _hostile(self, data, *args, **kwargs):
-            if self.name == {name!r}:
-                path = str(self)
+        def _hostile(out_dir, name, data):
+            if name == {name!r}:
+                path = os.path.join(str(out_dir), name)
                 {action}
-                return len(data)
-            return _real(self, data, *args, **kwargs)
+                return
+            return _real(out_dir, name, data)
 
 
-        pathlib.Path.{writer} = _hostile
+        __main__._write = _hostile
         ''')
 
 
@@ -72,7 +75,7 @@ def test_w1_a_link_to_a_host_file_is_refused_not_read(docker_sandbox, job_parts,
 
 def test_w1_a_linked_model_is_never_read_as_the_models_bytes(docker_sandbox, job_parts,
                                                              host_secret):
-    code = hostile("model.pkl", f"os.symlink({str(host_secret)!r}, path)", "write_bytes")
+    code = hostile("model.pkl", f"os.symlink({str(host_secret)!r}, path)")
     result = docker_sandbox.run(job(job_parts, code, save_model=True))
     assert_refused(result, "model.pkl", "symbolic link")
     assert result.model_bytes is None
@@ -312,3 +315,80 @@ def test_a_candidate_printing_the_ready_line_early_reads_only_its_own_outputs(do
         '''))
     result = docker_sandbox.run(job(job_parts, code))
     assert not result.ok and result.predictions is None  # read before it wrote: a failure
+
+
+PLANTS_A_FIFO = PLAIN + '''
+import os
+import threading
+import time
+
+
+def _plant():
+    """Keeps replacing the log the harness writes with a FIFO, whose open would block."""
+    while True:
+        try:
+            os.unlink("/sandbox/out/candidate.log")
+        except OSError:
+            pass
+        try:
+            os.mkfifo("/sandbox/out/candidate.log")
+        except OSError:
+            pass
+        time.sleep(0.001)
+
+
+threading.Thread(target=_plant).start()  # not a daemon: it would keep the process alive
+'''
+
+
+def test_a_thread_planting_a_fifo_cannot_hold_the_search_past_its_limit(tmp_path, churn_frame,
+                                                                       docker_sandbox):
+    """Issue 52's finding: a candidate's thread swapping ``candidate.log`` for a FIFO held a
+    code search past 240 s at a 90 s limit (every fold's container to its limit, one round of
+    folds after another). Now the harness never opens what the candidate left, and the first
+    failed fold stops the others: the search ends within the limit + 30 s, the attempt
+    recorded as failed, no container left."""
+    import time
+
+    import docker
+    from mlflow_agentic.frontdoor.api import search
+    from mlflow_agentic.proposers.factory import CodeOptions, LLMOptions
+    from tests.fakes.code_team import CodeTeam
+    from tests.fakes.openai_server import ScriptedOpenAI
+
+    limit = 20
+    team = CodeTeam(["fifo"], {"fifo": PLANTS_A_FIFO})
+    server = ScriptedOpenAI(responder=team)
+    started = time.monotonic()
+    try:
+        result = search(churn_frame.head(400), "Churn", proposer="code", cv=5, seed=1,
+                        tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}", register=False,
+                        llm=LLMOptions("scripted", server.base_url), diagnostics=False,
+                        code=CodeOptions(max_experiments=1, limits=Limits(
+                            memory="512m", cpus=1, timeout=limit)))
+    finally:
+        server.close()
+    elapsed = time.monotonic() - started
+    assert elapsed < limit + 30, elapsed
+    (attempt,) = result.run.attempts
+    assert attempt.failed, attempt.status
+    client = docker.from_env()
+    assert client.containers.list(all=True, filters={"label": LABEL}) == []
+
+
+def test_a_hanging_fold_stops_its_candidates_other_folds(job_parts, docker_sandbox):
+    """Five folds two at a time, every one hanging: one limit's wait, not three rounds'."""
+    import time
+
+    from mlflow_agentic.sandbox.runners import run_all
+
+    from .test_sandbox import with_pipeline
+
+    short = DockerSandbox(docker_sandbox.image, Limits(memory="512m", cpus=1, timeout=6))
+    hangs = job(job_parts, with_pipeline("    while True:\n        pass\n"))
+    started = time.monotonic()
+    results = run_all(short, [hangs] * 5, parallel=2)
+    assert time.monotonic() - started < 6 * 2, "waited for another round of folds"
+    assert [r.ok for r in results] == [False] * 5
+    assert any(r.error == "wall-clock limit: killed after 6s" for r in results)
+    assert sum(r.stage == "skipped" for r in results) >= 3

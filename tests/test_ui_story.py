@@ -4,6 +4,7 @@ the logged model behind it."""
 
 from __future__ import annotations
 
+import io
 import math
 import re
 from pathlib import Path
@@ -53,6 +54,20 @@ class Story:
                                           run_ids=[run.info.run_id])
         finally:
             mlflow.set_tracking_uri(previous)
+
+    def cli(self, *args: str) -> str:
+        """``mlflow-agentic ARGS`` on this store, as a user runs it; its standard output."""
+        from click.testing import CliRunner
+
+        from mlflow_agentic.cli import main
+
+        previous = mlflow.get_tracking_uri()
+        try:
+            result = CliRunner().invoke(main, [*args, "--tracking-uri", self.uri])
+        finally:
+            mlflow.set_tracking_uri(previous)
+        assert result.exit_code == 0, result.output
+        return result.stdout
 
     def download(self, run, path) -> Path:
         return Path(mlflow.artifacts.download_artifacts(run_id=run.info.run_id,
@@ -270,6 +285,13 @@ def test_ties_are_named_with_their_standard_error(story):
     assert ties == "none" if not expected else all(
         f"{a.index:02d}-{a.candidate.trainer}" in ties for a in run.ties)
     assert run.tie_window == top.standard_error
+    # one flag in every view: the runs' tags, the leaderboard's CSV and its table
+    csv = story.cli("leaderboard", story.parent.info.run_id, "--format", "csv")
+    frame = pd.read_csv(io.StringIO(csv), dtype={"tie": str}).fillna({"tie": ""})
+    assert {int(r.attempt) for r in frame.itertuples() if r.tie == "true"} == tied_tags
+    assert set(frame["tie"]) <= {"true", ""}
+    table = story.cli("leaderboard", story.parent.info.run_id)
+    assert table.count(" true ") == len(tied_tags) + 1  # and the selected one's flag
 
 
 def test_permutation_importance_finds_the_column_the_model_reads():

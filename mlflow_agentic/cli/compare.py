@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
@@ -152,3 +153,7 @@ def _compare(datasets, options, experiment, tracking_uri, output, quiet) -> None
     if "llm" not in options.proposers:
         click.echo("the LLM proposer was not included: add it with --proposers "
                    "llm,optuna,sequence,random --llm-base-url http://127.0.0.1:8080/v1")
+    if not any(report.compared for report in result.reports):
+        click.echo("error: no comparison of proposers was made on any dataset (see the verdict "
+                   "above); every arm that ran is recorded", err=True)
+        sys.exit(1)

@@ -66,8 +66,8 @@ def _table(past) -> None:
 
 
 def _shown(value, column: str) -> str:
-    if isinstance(value, bool):
-        return "yes" if value else ""
+    if isinstance(value, bool):  # the UI's flags: true, or blank
+        return "true" if value else ""
     if isinstance(value, float):
         return f"{value:.2f}" if column == "fit_seconds" else f"{value:.4f}"
     return str(value)

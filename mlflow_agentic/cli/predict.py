@@ -12,7 +12,8 @@ from mlflow_agentic.cli.options import (
 )
 
 
-@click.command("predict")
+@click.command("predict", epilog="Example: mlflow-agentic predict churn-agentic --data "
+               "new.csv --keep customerID -o predictions.csv")
 @click.argument("model", metavar="MODEL")
 @click.option("--data", required=True, type=click.Path(),
               help="The rows to predict: a CSV (or TSV, compressed) or Parquet file with the "
@@ -42,7 +43,8 @@ def predict_command(model, data, output, keep, encoding, tracking_uri) -> None:
         use_store(tracking_uri)
         uri, note = model_uri(model)
         rows = read_table(Path(data), encoding)
-        frame = predict_rows(uri, rows, keep)
+        frame = predict_rows(uri, rows, keep, source=f"the rows of {data}",
+                             warn=lambda text: click.echo(f"warning: {text}", err=True))
         if output == "-":
             click.echo(frame.to_csv(index=False), nl=False)
         else:

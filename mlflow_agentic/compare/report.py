@@ -7,7 +7,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from mlflow_agentic.compare.table import Arm, caveats, rank, verdict_line
+from mlflow_agentic.compare.table import Arm, caveats, compared, rank, verdict_line
 
 PLOTS = {"best_so_far_by_attempt.png": "Best verified CV so far, by attempt",
          "best_so_far_by_time.png": "Best verified CV so far, by wall time",
@@ -44,6 +44,11 @@ class DatasetReport:
                                               self.greater_is_better), *caveats(self.arms)])
         self.grids = [proposer_grid(self.summary, self.metric), arm_grid(self.arms)]
 
+    @property
+    def compared(self) -> bool:
+        """Whether proposers were compared here (each made proposals of its own)."""
+        return compared(self.summary)
+
 
 def _f(value, digits: int = 4) -> str:
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
@@ -63,25 +68,38 @@ def _tokens(prompt: float, completion: float) -> str:
 
 
 def proposer_grid(summary: Sequence[dict], metric: str) -> Grid:
-    headers = ["proposer", "seeds", f"best CV {metric}", f"holdout {metric}", "gap", "attempts",
-               "verified", "quarantined", "wall s", "tokens", "cost $", "first verified s"]
-    rows = [[r["proposer"], f"{r['seeds_verified']}/{r['seeds']}",
-             _pm(r["best_cv"], r["best_cv_std"]), _pm(r["holdout"], r["holdout_std"]),
-             _f(r["gap"]), str(r["attempts"]), str(r["verified"]),
-             str(r["quarantined"]), _f(r["wall_seconds"], 1),
-             _tokens(r["prompt_tokens"], r["completion_tokens"]), _f(r["cost_usd"], 4),
-             _f(r["first_verified_seconds"], 1)] for r in summary]
+    headers = ["proposer", "seeds", "proposals", f"best CV {metric}", f"holdout {metric}", "gap",
+               "attempts", "verified", "quarantined", "wall s", "tokens", "cost $",
+               "first verified s"]
+    rows = []
+    for r in summary:
+        ran = r.get("compared", True)
+        scores = ([_pm(r["best_cv"], r["best_cv_std"]), _pm(r["holdout"], r["holdout_std"]),
+                   _f(r["gap"])] if ran else ["not compared", "-", "-"])
+        rows.append([r["proposer"], f"{r['seeds_verified']}/{r['seeds']}",
+                     _proposals(r.get("proposals", 0), r.get("proposals_verified", 0)), *scores,
+                     str(r["attempts"]), str(r["verified"]), str(r["quarantined"]),
+                     _f(r["wall_seconds"], 1), _tokens(r["prompt_tokens"],
+                                                       r["completion_tokens"]),
+                     _f(r["cost_usd"], 4), _f(r["first_verified_seconds"], 1)])
     return Grid("Per proposer (mean ± std over seeds)", headers, rows,
-                "gap = CV - holdout of the selected model (positive: CV flattered it); "
-                "seeds = seeds that verified a model / seeds run; attempts, verified and "
-                "quarantined: counted over all seeds; tokens and cost per seed.")
+                "proposals = candidates the proposer made itself after the seed candidates "
+                "(verified in brackets); a proposer with none is not compared; gap = CV - "
+                "holdout of the selected model (positive: CV flattered it); seeds = seeds that "
+                "verified a model / seeds run; attempts, verified and quarantined: counted over "
+                "all seeds; tokens and cost per seed.")
+
+
+def _proposals(made: int, verified: int) -> str:
+    return f"{made} ({verified})"
 
 
 def arm_grid(arms: Sequence[Arm]) -> Grid:
-    headers = ["proposer", "seed", "best CV", "holdout", "gap", "selected", "attempts",
-               "verified", "quarantined", "failed", "wall s", "first verified s", "tokens",
-               "stopped because", "run"]
-    rows = [[a.proposer, str(a.seed), _f(a.best_cv), _f(a.holdout), _f(a.gap),
+    headers = ["proposer", "seed", "proposals", "best CV", "holdout", "gap", "selected",
+               "attempts", "verified", "quarantined", "failed", "wall s", "first verified s",
+               "tokens", "stopped because", "run"]
+    rows = [[a.proposer, str(a.seed), _proposals(a.proposals, a.proposals_verified),
+             _f(a.best_cv), _f(a.holdout), _f(a.gap),
              a.best_trainer or "-", str(a.attempts), str(a.verified), str(a.quarantined),
              str(a.failed), _f(a.wall_seconds, 1), _f(a.first_verified_seconds, 1),
              _tokens(a.prompt_tokens, a.completion_tokens), a.stop_reason, a.run_id[:12]]

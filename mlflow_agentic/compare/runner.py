@@ -209,8 +209,9 @@ def _compare_one(dataset, trainers, options: CompareOptions, tracker, comparison
                                 "agentic.comparison_run_id": run_id}, observers)
                 arms.append(arm)
                 say(f"    best CV {arm.best_cv:.4f}, holdout {arm.holdout:.4f}, "
-                    f"{arm.attempts} attempts ({arm.verified} verified) in "
-                    f"{arm.wall_seconds:.1f}s; {arm.stop_reason}")
+                    f"{arm.attempts} attempts ({arm.verified} verified, {arm.proposals} "
+                    f"proposed by {name} itself) in {arm.wall_seconds:.1f}s; "
+                    f"{arm.stop_reason}")
         report = DatasetReport(dataset.name, comparison_id, arms[0].metric,
                                arms[0].greater_is_better,
                                _settings(task, splits, trainers, options), summarize(arms),

@@ -40,6 +40,11 @@ class Arm:
     completion_tokens: int = 0
     cost_usd: float = 0.0
     stop_reason: str = ""
+    proposals: int = 0
+    """Candidates the proposer made itself once the seed candidates had run (not a seed, not a
+    fallback): an arm with none compared nothing of its proposer's (an LLM that never answered,
+    every answer refused, a budget spent on the seeds)."""
+    proposals_verified: int = 0
     curve: list[tuple[int, float, float]] = field(default_factory=list)
     """(attempt number, elapsed seconds, best verified CV so far) after each attempt."""
     points: list[tuple[float, float, bool]] = field(default_factory=list)
@@ -70,6 +75,7 @@ def arm_from_search(result, *, proposer: str, seed: int, run_id: str, llm_exchan
               for s in report.scores.values()
               if s.error is None and run.attempts[s.index - 1].verdict.valid]
     verified = [a for a in run.attempts if a.verdict.valid]
+    own = [a for a in run.attempts if a.phase == "reflect" and a.candidate.source != "fallback"]
     return Arm(
         dataset=run.dataset_name, proposer=proposer, seed=seed, run_id=run_id,
         metric=run.metric, greater_is_better=run.greater_is_better,
@@ -83,7 +89,8 @@ def arm_from_search(result, *, proposer: str, seed: int, run_id: str, llm_exchan
         prompt_tokens=sum(e.prompt_tokens for e in llm_exchanges),
         completion_tokens=sum(e.completion_tokens for e in llm_exchanges),
         cost_usd=sum(e.cost_usd for e in llm_exchanges), stop_reason=run.stop_reason,
-        curve=curve, points=points,
+        proposals=len(own), proposals_verified=sum(a.verdict.valid for a in own), curve=curve,
+        points=points,
         proposed=[f"{a.candidate.trainer} {sorted((k, str(v)) for k, v in a.params.items())}"
                   for a in run.attempts if a.phase != "ensemble"])
 
@@ -107,6 +114,12 @@ def caveats(arms: Sequence[Arm]) -> list[str]:
                      f"{count} candidate(s) (the seed candidates every search starts with), so "
                      "their difference is noise. Give a budget larger than the seed candidates "
                      "(e.g. --budget-iterations 20).")
+    for p in proposers:
+        idle = [a for a in arms if a.proposer == p and not a.proposals]
+        if idle and len(idle) < sum(a.proposer == p for a in arms):
+            notes.append(f"{p} made no proposal of its own with seed(s) "
+                         f"{', '.join(str(a.seed) for a in idle)} ({idle[0].stop_reason}): "
+                         "its figures are of its other seeds only.")
     if len(seeds) == 1:
         notes.append("One seed: there is no seed-to-seed spread to judge a lead against; use "
                      "--seeds 1,2,3 or more before concluding.")
@@ -116,12 +129,19 @@ def caveats(arms: Sequence[Arm]) -> list[str]:
 def summarize(arms: Sequence[Arm]) -> list[dict]:
     """One row per proposer, in the order first seen: means (and std over seeds) of each arm's
     scores, times and tokens; its counts of attempts summed over seeds (whole numbers). A seed
-    that verified nothing counts as NaN and is reported in ``seeds_verified``."""
+    that verified nothing counts as NaN and is reported in ``seeds_verified``. The scores are of
+    the arms that made proposals of their own; a proposer none of whose arms did is not
+    ``compared`` (``why_not``: how its first arm stopped)."""
     rows = []
     for name in dict.fromkeys(a.proposer for a in arms):
-        group = [a for a in arms if a.proposer == name]
+        every = [a for a in arms if a.proposer == name]
+        group = [a for a in every if a.proposals] or every
         rows.append({
-            "proposer": name, "seeds": len(group),
+            "proposer": name, "seeds": len(every),
+            "compared": any(a.proposals for a in every),
+            "proposals": sum(a.proposals for a in every),
+            "proposals_verified": sum(a.proposals_verified for a in every),
+            "why_not": "" if any(a.proposals for a in every) else every[0].stop_reason,
             "seeds_verified": sum(math.isfinite(a.best_cv) for a in group),
             "best_cv": _mean(a.best_cv for a in group),
             "best_cv_std": _std(a.best_cv for a in group),
@@ -143,14 +163,15 @@ def summarize(arms: Sequence[Arm]) -> list[dict]:
 
 def rank(rows: Sequence[dict], greater_is_better: bool) -> dict[str, float]:
     """Rank proposers by mean holdout score (the honest number), 1 = best; ties share the mean
-    rank; a proposer that verified nothing ranks last."""
+    rank; a proposer that verified nothing ranks last; one that made no proposal of its own is
+    not ranked."""
     def key(row):
         value = row["holdout"]
         if not math.isfinite(value):
             return math.inf
         return -value if greater_is_better else value
 
-    ordered = sorted(rows, key=key)
+    ordered = sorted((r for r in rows if r.get("compared", True)), key=key)
     ranks: dict[str, float] = {}
     i = 0
     while i < len(ordered):
@@ -178,10 +199,24 @@ def aggregate(per_dataset: dict[str, tuple[list[dict], bool]]) -> list[dict]:
     return sorted(table, key=lambda row: (row["mean_rank"], -row["wins"], row["proposer"]))
 
 
+def compared(rows: Sequence[dict]) -> bool:
+    """Whether proposers were compared: every one asked for (up to two) made proposals."""
+    return sum(r.get("compared", True) for r in rows) >= min(2, len(rows))
+
+
 def verdict_line(rows: Sequence[dict], metric: str, greater_is_better: bool) -> str:
-    """Who won on the holdout, and whether the lead is larger than the seed-to-seed spread."""
+    """Who won on the holdout, and whether the lead is larger than the seed-to-seed spread;
+    no verdict where proposers were not compared (a proposer made no proposal of its own)."""
+    idle = [r for r in rows if not r.get("compared", True)]
+    why = "; ".join(f"{r['proposer']} made no proposal of its own ({r['why_not']})"
+                    for r in idle)
+    if not compared(rows):
+        ran = [r["proposer"] for r in rows if r.get("compared", True)]
+        return (f"No comparison of proposers was made: {why}"
+                + (f"; only {', '.join(ran)} searched." if ran else "."))
     ranks = rank(rows, greater_is_better)
-    ordered = sorted(rows, key=lambda r: ranks[r["proposer"]])
+    ordered = sorted((r for r in rows if r["proposer"] in ranks),
+                     key=lambda r: ranks[r["proposer"]])
     first = ordered[0]
     if not math.isfinite(first["holdout"]):
         return "No proposer verified a model."
@@ -197,7 +232,7 @@ def verdict_line(rows: Sequence[dict], metric: str, greater_is_better: bool) -> 
             judgement = "larger than" if lead > spread else "within"
             line += (f"; runner-up {second['proposer']} {second['holdout']:.4f}, a lead of "
                      f"{lead:.4f}, {judgement} the seed-to-seed spread ({spread:.4f})")
-    return line + "."
+    return line + "." + (f" Not ranked: {why}." if idle else "")
 
 
 def _num(value) -> float:

@@ -199,6 +199,15 @@ class EngineeringRun:
     served_note: str = ""
     """Why ``refit_full`` was asked for and not done ('' when it was, or was not asked)."""
 
+    def tied(self, attempt: AttemptRecord) -> str:
+        """``"true"`` when ``attempt`` is in the tie (within one standard error of the top CV
+        score, or the top attempt itself when others are), else ``""``: the one flag the UI's
+        ``tie`` tag, the leaderboard's table and its CSV all show."""
+        inside = bool(self.ties) and (
+            attempt in self.ties or (self.top_attempt is not None
+                                     and attempt.index == self.top_attempt.index))
+        return "true" if inside else ""
+
     @property
     def tie_window(self) -> float:
         """The top attempt's standard error: scores closer than this are a tie."""

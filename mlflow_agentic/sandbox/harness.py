@@ -90,9 +90,11 @@ def main(folder: str, out: str, hold: bool = False) -> int:
                 outputs["model"] = blob
             features = _features(model, sample) if sample is not None else []
         if "pred" in outputs:
-            np.save(out_dir / "pred.npy", outputs["pred"], allow_pickle=False)
+            buffer = io.BytesIO()
+            np.save(buffer, outputs["pred"], allow_pickle=False)
+            _write(out_dir, "pred.npy", buffer.getvalue())
         if "model" in outputs:
-            (out_dir / "model.pkl").write_bytes(outputs["model"])
+            _write(out_dir, "model.pkl", outputs["model"])
         result.update(ok=True, stage="done", features=features)
     except BaseException as exc:  # noqa: BLE001 - every failure is the result, with its stage
         result.update(stage=stage, error=f"{type(exc).__name__}: {exc}"[:2000],
@@ -104,8 +106,12 @@ def main(folder: str, out: str, hold: bool = False) -> int:
 def _finish(out_dir: Path, result: dict, log: str, hold: bool) -> int:
     """The log and the status written; then the process ends (or, with ``hold``, becomes
     ``sleep`` once it said its outputs are ready): nothing of the candidate's runs after."""
-    (out_dir / "candidate.log").write_text(log[-20000:])
-    (out_dir / "result.json").write_text(json.dumps(result))
+    try:
+        _write(out_dir, "candidate.log", log[-20000:].encode(errors="replace"))
+        _write(out_dir, "result.json", json.dumps(result).encode())
+    except OSError as exc:  # a name the candidate keeps swapping: end now, without a result
+        os.write(2, f"mlflow-agentic: the outputs could not be written ({exc})\n".encode())
+        os._exit(3)
     sys.stdout.flush()
     if hold:  # a container: its output folder is a tmpfs, read while the container lives
         os.write(1, READY)
@@ -115,6 +121,24 @@ def _finish(out_dir: Path, result: dict, log: str, hold: bool) -> int:
             time.sleep(3600)
     os._exit(0)  # not sys.exit: no atexit handler or thread of the candidate outlives this
     return 0
+
+
+def _write(out_dir: Path, name: str, data: bytes) -> None:
+    """``data`` as a new regular file ``name``: whatever the candidate left under that name (a
+    FIFO whose open would block forever, a link, a file) is removed first, never opened, and
+    the new file is made exclusively without following a link (a name swapped back in between
+    fails the write, and so the step: it never blocks)."""
+    path = out_dir / name
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_NONBLOCK
+                 | os.O_CLOEXEC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)
 
 
 def _predict(np, model, X, task: str, classes: list):

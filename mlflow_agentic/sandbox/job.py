@@ -183,7 +183,8 @@ class SandboxResult:
     def combine(cls, results: list[SandboxResult]) -> SandboxResult:
         """One attempt's view of its fold jobs: the first failure (with its fold), or the first
         fold's features, the summed container seconds and every fold's log."""
-        failed = next(((k, r) for k, r in enumerate(results) if not r.ok), None)
+        failed = next(((k, r) for k, r in enumerate(results) if not r.ok
+                       and r.stage != "skipped"), None)
         first = results[0]
         log = "".join(f"--- fold {k} ---\n{r.log}" for k, r in enumerate(results)
                       if r.log.strip())[-MAX_LOG_CHARS:]
@@ -203,10 +204,17 @@ def _predictions(data: bytes | None, job: SandboxJob) -> np.ndarray:
     expected = (n, k) if k else (n,)
     if data is None:
         raise ValueError("no pred.npy")
+    stream = io.BytesIO(data)
+    version = np.lib.format.read_magic(stream)
+    header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+              else np.lib.format.read_array_header_2_0)
+    shape, _, dtype = header(stream)  # the header alone: no allocation it claims is made
+    if shape != expected or dtype.kind not in "fiu" or dtype.hasobject:
+        raise ValueError(f"predictions of shape {shape} ({dtype}), expected {expected} numbers")
+    if len(data) - stream.tell() != dtype.itemsize * int(np.prod(shape)):
+        raise ValueError(f"pred.npy holds {len(data) - stream.tell():,} bytes of data, not the "
+                         f"{dtype.itemsize * int(np.prod(shape)):,} its header claims")
     values = np.load(io.BytesIO(data), allow_pickle=False)
-    if values.shape != expected or values.dtype.kind not in "fiu":
-        raise ValueError(f"predictions of shape {values.shape} ({values.dtype}), expected "
-                         f"{expected} numbers")
     values = values.astype(float)
     if not np.isfinite(values).all():
         raise ValueError("predictions hold NaN or infinite values")

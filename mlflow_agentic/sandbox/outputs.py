@@ -106,12 +106,20 @@ def read_folder(folder: Path, caps: Mapping[str, int]) -> Outputs:
     return outputs
 
 
+def stream_bytes(caps: Mapping[str, int]) -> int:
+    """The most a tar stream of the expected files can need: each file within its cap, with
+    its header and padding, and the archive's end."""
+    return sum(caps.values()) + 4096 * (len(caps) + 4)
+
+
 def read_archive(stream, caps: Mapping[str, int], folder: str = "out") -> Outputs:
     """The expected files of a tar stream of a container's output folder (``get_archive``):
     members read only when they are regular files directly in ``folder``, within their cap.
-    Links, FIFOs and devices are records in the stream; none is followed or made here."""
+    Links, FIFOs and devices are records in the stream; none is followed or made here. Bounded:
+    reading stops at a member over its cap (a 1 TB sparse file is refused by its header, not
+    streamed), and the stream may not exceed ``stream_bytes(caps)`` (``OSError``)."""
     outputs = Outputs()
-    with tarfile.open(fileobj=_Chunks(stream), mode="r|") as archive:
+    with tarfile.open(fileobj=_Chunks(stream, stream_bytes(caps)), mode="r|") as archive:
         for member in archive:
             parent, _, name = member.name.rstrip("/").rpartition("/")
             if parent.lstrip("./") != folder or name not in caps:
@@ -123,6 +131,7 @@ def read_archive(stream, caps: Mapping[str, int], folder: str = "out") -> Output
                 outputs.refused[name] = f"it is {kind}; the host reads only regular files"
             elif member.size > caps[name]:
                 outputs.refused[name] = _too_large(member.size, caps[name])
+                break  # the attempt fails on this refusal: its bytes are not worth streaming
             else:
                 handle = archive.extractfile(member)
                 outputs.files[name] = handle.read(caps[name] + 1) if handle else b""
@@ -130,14 +139,25 @@ def read_archive(stream, caps: Mapping[str, int], folder: str = "out") -> Output
 
 
 class _Chunks:
-    """A file-like reader over the chunks ``get_archive`` yields (tarfile reads in blocks)."""
+    """A file-like reader over the chunks ``get_archive`` yields (tarfile reads in blocks),
+    refusing to deliver more than ``limit`` bytes in all."""
 
-    def __init__(self, chunks) -> None:
+    def __init__(self, chunks, limit: int | None = None) -> None:
         self._chunks = iter(chunks)
         self._chunk = memoryview(b"")
         self._at = 0
+        self._limit = limit
+        self._delivered = 0
 
     def read(self, size: int = -1) -> bytes:
+        data = self._read(size)
+        self._delivered += len(data)
+        if self._limit is not None and self._delivered > self._limit:
+            raise OSError(f"the output stream ran past {self._limit:,} bytes, more than the "
+                          "expected files may hold")
+        return data
+
+    def _read(self, size: int) -> bytes:
         parts, n = [], 0
         while size < 0 or n < size:
             if self._at >= len(self._chunk):

@@ -13,7 +13,7 @@ import sys
 import tarfile
 import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass
 
 from mlflow_agentic.sandbox import cleanup
@@ -190,14 +190,19 @@ def _copy_out(client, container, caps: dict[str, int]) -> Outputs:
     """The container's output folder as a tar stream, made inside by ``tar`` (which archives a
     link or a FIFO as what it is) and read here by ``read_archive``: nothing is written on the
     host, nothing is followed."""
-    exec_id = client.api.exec_create(container.id, ["/bin/tar", "-C", "/sandbox", "-cf", "-",
-                                                    "out"], stdout=True, stderr=False)["Id"]
+    names = [f"out/{name}" for name in caps]  # only these: nothing else is streamed
+    exec_id = client.api.exec_create(
+        container.id, ["/bin/tar", "-C", "/sandbox", "--no-recursion", "--ignore-failed-read",
+                       "-cf", "-", "--", *names], stdout=True, stderr=False)["Id"]
     stream = client.api.exec_start(exec_id, stream=True)
     try:
         outputs = read_archive(stream, caps)
     except (tarfile.TarError, EOFError, OSError) as exc:
         outputs = Outputs(refused={"result.json": f"the output folder could not be copied "
                                                   f"out ({type(exc).__name__}: {exc})"})
+    finally:
+        with contextlib.suppress(Exception):
+            stream.close()
     return outputs
 
 
@@ -256,12 +261,33 @@ def make_sandbox(allow_host_execution: bool = False, image: str | None = None,
 
 
 def run_all(sandbox, jobs: Sequence[SandboxJob], parallel: int = 1) -> list[SandboxResult]:
-    """Each job in a fresh sandbox, ``parallel`` at a time; results in the jobs' order."""
+    """Each job in a fresh sandbox, ``parallel`` at a time; results in the jobs' order. The
+    jobs are one candidate's folds and any failure fails it: at the first failed job the rest
+    are not started and the running ones are stopped (their results say so), so a candidate
+    that hangs costs one ``--sandbox-timeout``, not one per round of folds."""
     if parallel <= 1 or len(jobs) <= 1:
-        return [sandbox.run(job) for job in jobs]
+        results: list[SandboxResult] = []
+        for job in jobs:
+            results.append(sandbox.run(job))
+            if not results[-1].ok:
+                return results + [_not_run(job, sandbox, results[-1]) for job in
+                                  jobs[len(results):]]
+        return results
     pool = ThreadPoolExecutor(min(parallel, len(jobs)))
+    futures = [pool.submit(sandbox.run, job) for job in jobs]
+    done, failed = None, None
     try:
-        return list(pool.map(sandbox.run, jobs))
+        for done in as_completed(futures):
+            if not done.result().ok:
+                failed = done.result()
+                for future in futures:
+                    future.cancel()
+                getattr(sandbox, "stop_all", lambda: 0)()
+                break
+        else:
+            done = None
+        return [f.result() if f is done or (not f.cancelled() and f.result().ok)
+                else _not_run(job, sandbox, failed) for f, job in zip(futures, jobs, strict=True)]
     except BaseException:  # Ctrl-C, SIGTERM: stop the containers now, not at their timeout
         pool.shutdown(wait=False, cancel_futures=True)
         getattr(sandbox, "stop_all", lambda: 0)()
@@ -269,3 +295,9 @@ def run_all(sandbox, jobs: Sequence[SandboxJob], parallel: int = 1) -> list[Sand
     finally:
         pool.shutdown(wait=True)
         cleanup.LIVE.reopen()  # its threads are done: a later job (a refit, a prediction) runs
+
+
+def _not_run(job: SandboxJob, sandbox, failed: SandboxResult | None) -> SandboxResult:
+    """A job left out because another of its candidate's jobs failed first."""
+    why = f"not run: another fold failed first ({failed.stage if failed else 'stopped'})"
+    return SandboxResult(False, "skipped", sandbox.label, error=why)

@@ -2,7 +2,9 @@
 
 Each request pops the next step of the script: ("answer", dict | str), ("status", code),
 ("slow", seconds, answer), ("reject_schema",) -> HTTP 500 when asked for json_schema (then the
-step is kept for the next request). When the script is empty, ``responder(body)`` (if given)
+step is kept for the next request), ("die",) -> the connection dropped unanswered and the server
+gone (as a llama.cpp server that traps on an instruction its CPU lacks: ``/v1/models`` had
+answered). When the script is empty, ``responder(body)`` (if given)
 makes the step, else HTTP 500. Every request body is recorded. GET /v1/models lists one model.
 """
 
@@ -46,6 +48,10 @@ class ScriptedOpenAI:
                 else:
                     step = ("status", 500)
                 kind = step[0]
+                if kind == "die":
+                    self.close_connection = True
+                    threading.Thread(target=server.close, daemon=True).start()
+                    return None
                 if kind == "status":
                     return self._send(step[1], {"error": {"message": f"scripted {step[1]}"}})
                 if kind == "slow":

@@ -191,15 +191,13 @@ class AttemptRuns:
         """``rank`` (CV leaderboard position) and ``selected`` on every attempt's run, so the
         runs table sorts and filters by them (``tags.selected = 'true'``)."""
         best = run.best_attempt
-        tied = {a.index for a in run.ties}
-        top = run.top_attempt.index if run.top_attempt is not None else None
         for rank, a in enumerate(run.leaderboard(), start=1):
             run_id = self.child_run_ids.get(a.index)
             if run_id is None:
                 continue
             tags = {"rank": str(rank),
                     "selected": str(best is not None and a.index == best.index).lower()}
-            if a.index in tied or (tied and a.index == top):
+            if run.tied(a):
                 tags["tie"] = "true"  # the window is in the search run's description
             self.conn.log(run_id, {}, {}, tags)
 

@@ -5,6 +5,7 @@ exactly what serving refuses, with the same messages."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 import pandas as pd
 
@@ -58,11 +59,14 @@ def _selected_model(client, run) -> str | None:
     return logged[0] if logged else None
 
 
-def predict_rows(uri: str, rows: pd.DataFrame, keep: str | None = None) -> pd.DataFrame:
+def predict_rows(uri: str, rows: pd.DataFrame, keep: str | None = None, *,
+                 source: str = "the rows", warn: Callable[[str], None] | None = None
+                 ) -> pd.DataFrame:
     """``rows`` predicted by the model at ``uri``: ``label`` and, for a classifier, one
     ``probability_<class>`` column per class; ``keep``: an input column carried first (an
-    ID). A refusal of the rows (a column missing, text where a number belongs) is the
-    model's own message, as serving gives it."""
+    ID). A column the model needs and ``rows`` lack is refused in two lines (which, and what
+    was given); columns it does not take are dropped, and ``warn`` is told which. Any other
+    refusal (text where a number belongs) is the model's own message, as serving gives it."""
     import mlflow
     from mlflow.exceptions import MlflowException
 
@@ -75,8 +79,8 @@ def predict_rows(uri: str, rows: pd.DataFrame, keep: str | None = None) -> pd.Da
     except MlflowException as exc:
         raise UserInputError(f"cannot load {uri}: {exc.message}") from exc
     schema = model.metadata.get_input_schema()
-    if schema is not None and schema.has_input_names():  # what serving ignores, unsaid
-        rows = rows[[c for c in rows.columns if c in set(schema.input_names())]]
+    if schema is not None and schema.has_input_names():
+        rows = _model_columns(rows, schema, keep, source, warn)
     try:  # a classifier answers with probabilities; a regressor says it is one
         try:
             out = model.predict(rows, params={"output": "probabilities"})
@@ -92,3 +96,26 @@ def predict_rows(uri: str, rows: pd.DataFrame, keep: str | None = None) -> pd.Da
     if keep is not None:
         frame.insert(0, keep, kept.to_numpy())
     return frame
+
+
+def _names(columns, limit: int = 12) -> str:
+    names = [str(c) for c in columns]
+    return ", ".join(names[:limit]) + (f" and {len(names) - limit} more" if len(names) > limit
+                                       else "")
+
+
+def _model_columns(rows: pd.DataFrame, schema, keep: str | None, source: str,
+                   warn: Callable[[str], None] | None) -> pd.DataFrame:
+    """``rows`` cut to the schema's columns; a required one missing is the user's error."""
+    takes = list(schema.input_names())
+    required = [spec.name for spec in schema.inputs if getattr(spec, "required", True)]
+    missing = [c for c in required if c not in rows.columns]
+    if missing:
+        raise UserInputError(
+            f"{source} lack {len(missing)} column(s) the model needs: {_names(missing)}\n"
+            f"the model takes {_names(takes)}; {source} have {_names(rows.columns)}")
+    extra = [c for c in rows.columns if c not in set(takes) and c != keep]
+    if extra and warn is not None:
+        warn(f"{source}: ignored {len(extra)} column(s) the model does not take: "
+             f"{_names(extra)}")
+    return rows[[c for c in rows.columns if c in set(takes)]]

@@ -18,7 +18,6 @@ DECIMALS = 4
 def leaderboard_frame(rec, run: EngineeringRun, report=None) -> pd.DataFrame:
     m = run.metric
     best = run.best_attempt
-    tied = {a.index for a in run.ties}
     rows = []
     for rank, a in enumerate(run.leaderboard(), start=1):
         run_id = rec.child_run_ids.get(a.index, "")
@@ -26,7 +25,7 @@ def leaderboard_frame(rec, run: EngineeringRun, report=None) -> pd.DataFrame:
             "rank": rank, "attempt": a.index, "run_name": f"{a.index:02d}-{a.candidate.title}",
             "trainer": a.candidate.trainer, "status": a.status,
             "selected": best is not None and a.index == best.index,
-            "tie": a.index in tied, "phase": a.phase,
+            "tie": run.tied(a), "phase": a.phase,
             ev.cv(m): None if a.failed else a.score,
             f"{ev.cv(m)}_std": None if a.failed else a.score_std,
             **_holdout_columns(m, a, report),

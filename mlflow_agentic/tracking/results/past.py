@@ -60,7 +60,7 @@ def read_search(run: str, experiment: str | None = None) -> PastSearch:
     try:
         with downloaded(run_id=run_id, artifact_path="leaderboard.csv",
                         purpose="leaderboard") as path:
-            frame = pd.read_csv(path)
+            frame = _flags(pd.read_csv(path, dtype={"tie": str}))
     except (MlflowException, OSError) as exc:
         raise UserInputError(f"search run {run_id} has no leaderboard.csv yet (status "
                              f"{found.info.status}): it is written when the search ends"
@@ -114,3 +114,11 @@ def search_path(run: str, experiment: str | None = None) -> str:
             "orderByKey": f"metrics.`cv_{metric}`", "orderByAsc": ascending}
     return runs_path(experiment_id, run_id, view,
                            shared=f"{SHARED_VIEW}{run_id}" in tags)
+
+
+def _flags(frame: pd.DataFrame) -> pd.DataFrame:
+    """The ``tie`` column as every view shows it: ``true`` or blank (a leaderboard logged
+    before the flag was one word said ``True``/``False``)."""
+    if "tie" in frame.columns:
+        frame["tie"] = frame["tie"].fillna("").replace({"True": "true", "False": ""})
+    return frame
