@@ -97,3 +97,25 @@ def test_the_selected_ensembles_script_rebuilds_the_registered_model(scripted_se
         probabilities = served[[c for c in served.columns if c.startswith("probability_")]]
         np.testing.assert_allclose(rebuilt.predict_proba(X), probabilities.to_numpy(float),
                                    atol=1e-6)
+
+
+def test_a_crafted_file_name_cannot_run_as_code_in_the_script():
+    """A data file named with a docstring's quotes and ``__import__``: the name stays text."""
+    import ast
+
+    from mlflow_agentic.core.types import AttemptRecord, SolutionCandidate, Verdict
+    from mlflow_agentic.engine.script import attempt_script
+
+    name = 'x"""; __import__("os").system("touch pwned"); """.csv'
+    record = AttemptRecord(SolutionCandidate("linear", {}), 0.8, Verdict(True, "ok", 0.8),
+                           index=1, metric="roc_auc", params={"C": 1.0})
+    recipe = {"source": f"/data/{name}", "target": "y", "task": "binary", "split": {},
+              "cv": 3, "cv_scheme": "stratified", "keep_flagged_columns": False,
+              "large_rows": 0}
+    script = attempt_script(record, recipe, {}, search="abc", n_splits=3, seed=0)
+    tree = ast.parse(script)
+    calls = [n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call)
+             and isinstance(n.func, ast.Name)]
+    assert "__import__" not in calls
+    assert ast.get_docstring(tree).count("__import__") == 1  # said, in the docstring
+    assert repr(f"/data/{name}") in script  # the code names the file by its repr

@@ -196,3 +196,26 @@ def test_the_served_line_says_which_rows_and_is_absent_when_nothing_is_served(tr
     nothing = invoke("--data", small_csv, "--time-budget", "3")
     assert nothing.exit_code == 0, nothing.output
     assert "nothing verified" in nothing.output and "served:" not in nothing.output
+
+
+def test_serve_local_says_when_its_server_dies_at_the_first_completion(monkeypatch):
+    """A llama.cpp server that lists its model and then traps on an illegal instruction: the
+    command exits 1 with the server's last lines and how to build for this CPU, never 'ready'."""
+    import sys
+    from pathlib import Path
+
+    from click.testing import CliRunner
+
+    from mlflow_agentic.cli import main
+    from mlflow_agentic.llm import local
+    from tests.servers import free_port
+
+    port = free_port()
+    fake = Path(__file__).parent / "fakes" / "dying_llm.py"
+    monkeypatch.setattr(local, "server_command",
+                        lambda host, p, threads: [sys.executable, str(fake), str(port)])
+    result = CliRunner().invoke(main, ["llm", "serve-local", "--port", str(port)])
+    assert result.exit_code == 1, result.output
+    assert "died at its first completion (exit code -4)" in result.stderr
+    assert "running an instruction this CPU lacks" in result.stderr
+    assert "CMAKE_ARGS" in result.stderr and "serving smollm2" not in result.stderr

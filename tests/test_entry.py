@@ -54,3 +54,4 @@ def test_the_installed_command_and_python_m_come_through_the_quick_exit():
     pyproject = (root / "pyproject.toml").read_text()
     assert 'mlflow-agentic = "mlflow_agentic.cli.entry:entry"' in pyproject
     assert "entry()" in (root / "mlflow_agentic" / "__main__.py").read_text()
+

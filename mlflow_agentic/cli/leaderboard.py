@@ -30,7 +30,7 @@ def leaderboard_command(run, fmt, experiment, tracking_uri) -> None:
         from mlflow_agentic.tracking.results import read_search
         from mlflow_agentic.tracking.store import use_store
 
-        use_store(tracking_uri)
+        use_store(tracking_uri, existing=True)
         past = read_search(run, experiment)
         if fmt == "csv":
             click.echo(past.leaderboard.to_csv(index=False), nl=False)

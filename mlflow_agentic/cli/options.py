@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 
@@ -326,11 +327,14 @@ code_options = OptionGroup(
                       "sandbox build` makes for this machine's packages]."),
     click.option("--sandbox-memory", default="2g", show_default=True,
                  help="Code mode: memory cap per candidate container (Docker units)."),
-    click.option("--sandbox-cpus", type=click.FloatRange(min=0.1), default=2.0,
-                 show_default=True, help="Code mode: CPU cap per candidate container."),
+    click.option("--sandbox-cpus", type=click.FloatRange(min=0.1),
+                 default=float(min(2, os.cpu_count() or 1)), show_default=True,
+                 help="Code mode: CPU cap per candidate container (at most this machine's)."),
     click.option("--sandbox-timeout", type=click.FloatRange(min=1), default=600.0,
                  show_default=True, metavar="SECONDS",
-                 help="Code mode: wall-clock limit per candidate (folds, refit, pickle)."),
+                 help="Code mode: wall-clock limit per sandbox container (a fold, the refit, "
+                      "a prediction); a candidate whose fold is killed at it stops its other "
+                      "folds."),
 )
 """Code mode (``--proposer code``): the roles' budget and critic, and the sandbox."""
 

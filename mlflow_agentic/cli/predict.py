@@ -40,7 +40,8 @@ def predict_command(model, data, output, keep, encoding, tracking_uri) -> None:
         from mlflow_agentic.tracking.registry import model_uri, predict_rows
         from mlflow_agentic.tracking.store import use_store
 
-        use_store(tracking_uri)
+        _check_output(output, data)
+        use_store(tracking_uri, existing=True)
         uri, note = model_uri(model)
         rows = read_table(Path(data), encoding)
         frame = predict_rows(uri, rows, keep, source=f"the rows of {data}",
@@ -53,3 +54,27 @@ def predict_command(model, data, output, keep, encoding, tracking_uri) -> None:
                    + ("" if output == "-" else f": {output}"), err=True)
 
     exit_on_user_error(work, kept=lambda: "")
+
+
+def _check_output(output: str, data: str) -> None:
+    """Refuse, before any row is predicted, an output that would overwrite the input or that
+    cannot be written."""
+    import os
+    from pathlib import Path
+
+    from mlflow_agentic.core.errors import UserInputError
+
+    if output == "-":
+        return
+    target, source = Path(output), Path(data)
+    if target.exists() and source.exists() and os.path.samefile(target, source):
+        raise UserInputError(f"-o {output} is the --data file: the predictions would overwrite "
+                             "the rows; write them to another file")
+    if target.is_dir():
+        raise UserInputError(f"-o {output} is a folder; give a file name, e.g. "
+                             f"{target / 'predictions.csv'}")
+    parent = target.parent if str(target.parent) else Path(".")
+    if not parent.is_dir():
+        raise UserInputError(f"-o {output}: the folder {parent} does not exist")
+    if not os.access(parent, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
+        raise UserInputError(f"-o {output}: not writable here (permissions)")

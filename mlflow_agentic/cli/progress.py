@@ -64,11 +64,17 @@ class RunIdLine(SearchObserver):
 class RichProgress(SearchObserver):
     """Shows each attempt as it finishes and the leaderboard at the end."""
 
-    def __init__(self, console: Console | None = None) -> None:
+    def __init__(self, console: Console | None = None, started: float | None = None) -> None:
         self.console = console or Console(stderr=True)
         self._progress: Progress | None = None
         self._task = None
         self._ctx: SearchContext | None = None
+        self._started = time.perf_counter() if started is None else started
+
+    def on_phase(self, phase: str) -> None:
+        """Each step outside the loop, with the seconds since the command started."""
+        self.console.print(f"[dim]{time.perf_counter() - self._started:5.1f}s[/] {phase} ...",
+                           highlight=False)
 
     def on_search_start(self, context: SearchContext) -> None:
         self._ctx = context

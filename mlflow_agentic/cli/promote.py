@@ -58,7 +58,7 @@ def promote_command(model, from_alias, to_alias, data, max_gap, min_improvement,
         from mlflow_agentic.tracking.registry import promote
         from mlflow_agentic.tracking.store import use_store
 
-        use_store(tracking_uri)
+        use_store(tracking_uri, existing=True)
         result["outcome"] = promote(model, from_alias=from_alias, to_alias=to_alias,
                                     data=data, max_gap=max_gap,
                                     min_improvement=min_improvement, dry_run=dry_run,

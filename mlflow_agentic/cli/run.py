@@ -188,7 +188,8 @@ def _run(state: dict, *, replay, proposer, quiet, kwargs) -> None:
     tracker = state["tracker"] = tracker_for(tracking, say_note)
     first = RunIdLine(tracker)  # even with --quiet: what a later --resume needs
     outcome = search(proposer=proposer,
-                     observers=[first] if quiet else [first, RichProgress()],
+                     observers=[first] if quiet else [first, RichProgress(
+                         started=kwargs.get("started"))],
                      tracker=tracker, tracking=tracking, say=say_note, **kwargs)
     _report(outcome, tracker, kwargs)
 

@@ -41,10 +41,13 @@ def ui_command(run, experiment, port, host, no_browser, tracking_uri) -> None:
         from mlflow_agentic.tracking.results import search_path
         from mlflow_agentic.tracking.store import current_uri, use_store
 
-        use_store(tracking_uri)
+        use_store(tracking_uri, existing=True)
         uri = current_uri()
+        served = not uri.startswith(("http://", "https://"))
+        if served:
+            _check_port_free(host, port)
         path = search_path(run, experiment)
-        if uri.startswith(("http://", "https://")):
+        if not served:
             click.echo(f"{uri.rstrip('/')}/{path}")
             return
         serve(uri, host, port, f"http://{host}:{port}/{path}", not no_browser)
@@ -72,6 +75,19 @@ def serve(uri: str, host: str, port: int, link: str, browser: bool) -> None:
             raise UserInputError(f"MLflow's UI server stopped (exit code {server.returncode})")
         except KeyboardInterrupt:
             click.echo("stopping the UI server", err=True)
+
+
+def _check_port_free(host: str, port: int) -> None:
+    """Refuse a port something already listens on: its health check would answer for the
+    other server (another MLflow UI on another store), and the link would open that one."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.settimeout(1)
+        if probe.connect_ex((host, port)) == 0:
+            raise UserInputError(f"port {port} on {host} is taken (another server listens "
+                                 "there, perhaps another MLflow UI): give a free one with "
+                                 "--port, e.g. --port 5090")
 
 
 def _wait_until_up(server: subprocess.Popen, health: str, port: int) -> None:

@@ -63,6 +63,10 @@ class SearchObserver:
     def on_search_end(self, run: EngineeringRun) -> None:
         """The best verified candidate is refit (``run.model``), or none was verified."""
 
+    def on_phase(self, phase: str) -> None:
+        """A step of the whole job outside the loop begins (reading the file, sealing the
+        holdout, scoring it, the refit on every row, recording): said so a user sees each."""
+
     def on_search_error(self, error: BaseException) -> None:
         """The search stopped on an exception (interrupt, observer failure)."""
 
@@ -78,6 +82,10 @@ class Observers:
     def notify(self, hook: str, *args) -> None:
         for observer in self.all:
             getattr(observer, hook)(*args)
+
+    def phase(self, text: str) -> None:
+        """Tell every observer that has ``on_phase`` (a plain object may not)."""
+        self.emit("on_phase", text)
 
     def emit(self, hook: str, *args) -> None:
         for observer in self.all:

@@ -275,9 +275,19 @@ class LoopBudget:
         end = self._end()
         kept = 0.0 if end is None else self.kept_back(end)
         if end is not None and time.perf_counter() >= end - kept:
-            return StopReason(StopKind.TIME, f"time budget spent: {self.elapsed():.1f}s of "
-                              f"{self.seconds:.1f}s ({kept:.1f}s kept back for the refit)")
+            return StopReason(StopKind.TIME, self._spent_words(kept))
         return None
+
+    def _spent_words(self, kept: float) -> str:
+        """The stop in the user's terms: their budget, and how it was shared."""
+        total = self.settings.time_budget
+        share = (f"{self.seconds:.1f}s for the search, {kept:.1f}s of it kept for the refit"
+                 if self.seconds is not None else "")
+        if total is None or self.seconds is None:
+            return f"time budget spent: searched {self.elapsed():.1f}s of {share}"
+        return (f"time budget spent: searched {self.elapsed():.1f}s ({total:g}s budget: "
+                f"{share}; {max(total - self.seconds, 0.0):.1f}s for reading, sealing and "
+                "recording)")
 
     def exhausted(self, iterations: int, patience_left: int | None) -> StopReason | None:
         """The iteration and patience bounds (seeds do not count against them)."""

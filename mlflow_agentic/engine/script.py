@@ -122,7 +122,8 @@ def attempt_script(record: AttemptRecord, recipe: dict, members: dict[int, tuple
                 else "no CV score: it failed or was cut")
     trainer = record.candidate.trainer
     head = dict(index=record.index, search=search, title=record.candidate.title,
-                data_name=recipe["source"].rsplit("/", 1)[-1], source=recipe["source"],
+                data_name=_in_docstring(recipe["source"].rsplit("/", 1)[-1]),
+                source=recipe["source"],
                 seed=seed, target=recipe["target"], task=recipe["task"], split=recipe["split"],
                 cv=recipe["cv"], cv_scheme=recipe["cv_scheme"], keep=recipe[
                     "keep_flagged_columns"], large_rows=recipe["large_rows"],
@@ -149,6 +150,13 @@ def attempt_script(record: AttemptRecord, recipe: dict, members: dict[int, tuple
     return _HEAD.format(**head) + _COMBINED.format(
         members=_literal(listed), combine_args=args, combine=combine, recorded=recorded
     ) + _SERVED
+
+
+def _in_docstring(text: str) -> str:
+    """``text`` safe inside the script's docstring: a file name may hold quotes, a backslash
+    or a newline (a name with ``\"\"\"`` would end the docstring and run as code); the
+    code itself names the file with ``repr``."""
+    return repr(text)[1:-1].replace('"', "'")
 
 
 def _literal(value: Any) -> str:

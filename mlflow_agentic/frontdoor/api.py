@@ -18,6 +18,7 @@ from typing import Any
 
 from mlflow_agentic.core.errors import UserInputError
 from mlflow_agentic.core.metrics import resolve_metric
+from mlflow_agentic.core.observer import Observers
 from mlflow_agentic.core.settings import SearchSettings, TrackingOptions
 from mlflow_agentic.core.tracker import Tracker
 from mlflow_agentic.data import Dataset
@@ -31,7 +32,7 @@ from mlflow_agentic.proposers.factory import (
 )
 from mlflow_agentic.tracking.live import tracker_for
 from mlflow_agentic.tracking.resume import LAST, last_unfinished
-from mlflow_agentic.tracking.store import check_names, check_store
+from mlflow_agentic.tracking.store import check_names, check_project_run, check_store
 from mlflow_agentic.trainers import resolve_trainers
 
 
@@ -76,6 +77,8 @@ def search(
     started = time.perf_counter() if started is None else started
     settings = SearchSettings.budgeted(settings, **overrides)  # validated here, once
     say = say or _warn
+    if isinstance(data, (str, Path)):
+        Observers(observers).phase(f"reading {data}")
     dataset = _read(data, target, encoding, merge_label_variants, settings, say, task)
     settings = settings.replace(trainers=resolve_trainers(settings.trainers, dataset.task))
     llm = llm or LLMOptions()
@@ -110,6 +113,7 @@ def _tracker(tracker: Tracker | None, tracking: TrackingOptions, dataset, resume
     we cannot use is the user's to fix, first); with ``resume``, the killed search it
     continues, read back before anything is sealed or logged."""
     uri = check_store(tracking.tracking_uri)
+    check_project_run(uri)
     if tracker is None:
         tracker = tracker_for(tracking, say)
     if resume == LAST:  # the latest unfinished search of this experiment on this file

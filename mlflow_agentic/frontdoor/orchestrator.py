@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from mlflow_agentic.core.observer import Observers
 from mlflow_agentic.core.settings import SearchSettings, folds_for
 from mlflow_agentic.core.tracker import Tracker
 from mlflow_agentic.data import Dataset
@@ -156,6 +157,7 @@ def run_search(
     """
     started = time.perf_counter() if started is None else started
     settings = SearchSettings.of(settings, **changes)
+    Observers(observers).phase("sealing the holdout, briefing the training rows")
     task = seal(dataset, split=split, cv=settings.cv, cv_scheme=settings.cv_scheme,
                 random_state=settings.seed, keep_flagged_columns=keep_flagged_columns,
                 large_rows=settings.large_rows)
@@ -218,13 +220,18 @@ def search_sealed(
                            after_loop=combining_steps(settings),
                            loop_seconds=loop_seconds)
     run = automl.solve(briefing.dataset)
+    told = Observers(observers)
     try:
+        told.phase("scoring every attempt on the sealed holdout")
         report = score_on_holdout(run, briefing.dataset, task.holdout, scorer)
         if settings.refit_full:  # after the holdout has spoken: it scored the model above
+            if run.model is not None:
+                told.phase("refitting the selected recipe on every labelled row")
             run.served_note = serve_on_all_rows(run, briefing.dataset, task.holdout,
                                                 automl.pool, settings.seed,
                                                 automl.budget.refit_full_by())
         if tracker is not None:
+            told.phase("recording: the model, the holdout's diagnostics, the registry")
             tracker.finish(run, report, task.holdout, deadline=finish_by)
     except BaseException as exc:
         if tracker is not None:

@@ -27,8 +27,45 @@ def price_table(overrides: dict[str, tuple[float, float]] | None = None
     table = dict(PRICES_PER_MILLION)
     env = os.environ.get("MLFLOW_AGENTIC_LLM_PRICES")
     if env:
-        table.update({k: tuple(v) for k, v in json.loads(env).items()})
-    table.update(overrides or {})
+        table.update(parse_prices(env, "MLFLOW_AGENTIC_LLM_PRICES"))
+    table.update(checked_prices(overrides or {}, "prices"))
+    return table
+
+
+PRICES_SHAPE = ('a JSON object of model name -> [input, output] USD per million tokens, each a '
+                'finite number >= 0, e.g. {"my-model": [0.15, 0.60]}')
+
+
+def parse_prices(text: str, where: str) -> dict[str, tuple[float, float]]:
+    """``text`` as a price table, or ``UserInputError`` naming ``where`` and the shape."""
+    from mlflow_agentic.core.errors import UserInputError
+
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UserInputError(f"{where} is not JSON ({exc.msg} at character {exc.pos}); "
+                             f"expected {PRICES_SHAPE}") from None
+    return checked_prices(data, where)
+
+
+def checked_prices(data, where: str) -> dict[str, tuple[float, float]]:
+    """``data`` as a price table: every price a finite number >= 0 (a negative or NaN price
+    would let a cost cap never bind)."""
+    import math
+
+    from mlflow_agentic.core.errors import UserInputError
+
+    if not isinstance(data, dict):
+        raise UserInputError(f"{where}: got {type(data).__name__}; expected {PRICES_SHAPE}")
+    table = {}
+    for model, pair in data.items():
+        ok = (isinstance(pair, (list, tuple)) and len(pair) == 2 and all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+            and v >= 0 for v in pair))
+        if not ok:
+            raise UserInputError(f"{where}: the price of {model!r} is {pair!r}; expected "
+                                 f"{PRICES_SHAPE}")
+        table[str(model)] = (float(pair[0]), float(pair[1]))
     return table
 
 

@@ -6,6 +6,7 @@ harness on the same files. ``run_all`` runs several jobs at once (a candidate's 
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import signal
 import subprocess
@@ -35,7 +36,7 @@ POLL_SECONDS = 0.2
 @dataclass(frozen=True)
 class Limits:
     memory: str = "2g"
-    cpus: float = 2.0
+    cpus: float = float(min(2, os.cpu_count() or 1))
     pids: int = 256
     scratch: str = "256m"
     """The tmpfs at /tmp: the only writable place besides the harness's output folder (no
@@ -50,18 +51,28 @@ class Limits:
     def __post_init__(self) -> None:
         from mlflow_agentic.core.errors import UserInputError
 
+        ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
         for name in ("memory", "scratch", "outputs"):
             value = getattr(self, name)
             try:
-                if _bytes(value) <= 0:
-                    raise ValueError
-            except (TypeError, ValueError):
+                size = _bytes(value)
+            except (TypeError, ValueError, OverflowError):
+                size = 0
+            if size <= 0:
                 raise UserInputError(f"sandbox {name} {value!r}: expected a size in Docker "
-                                     "units, e.g. 512m or 2g") from None
+                                     "units, e.g. 512m or 2g")
+            if size > ram:  # a container could never have it: every attempt would fail
+                raise UserInputError(f"sandbox {name} {value!r}: more than this machine's "
+                                     f"{ram / 1024 ** 3:.1f} GiB of memory; give at most that, "
+                                     "e.g. 2g")
         for name in ("cpus", "timeout", "pids"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+                    math.isfinite(value) and value > 0):
                 raise UserInputError(f"sandbox {name} {value!r}: expected a positive number")
+        if self.cpus > (os.cpu_count() or 1):
+            raise UserInputError(f"sandbox cpus {self.cpus!r}: more than this machine's "
+                                 f"{os.cpu_count()} CPUs")
 
     def tags(self) -> dict[str, str]:
         return {f"sandbox.{k}": str(v) for k, v in asdict(self).items()}

@@ -217,7 +217,7 @@ def importance(model, hd, train, metric: str, seed: int = 0) -> pd.DataFrame:
                       for k in range(len(copies))]).reshape(len(features), IMPORTANCE_REPEATS)
     table = pd.DataFrame({"column": features, "importance_mean": drops.mean(axis=1),
                           "importance_std": drops.std(axis=1)})
-    table.attrs["rows"] = n
+    table.attrs["rows"], table.attrs["of"] = n, hd.n_rows
     return table.sort_values("importance_mean", ascending=False).reset_index(drop=True)
 
 
@@ -232,8 +232,11 @@ def _log_importance(table: pd.DataFrame, metric: str) -> None:
             color="tab:blue", alpha=0.8, capsize=2)
     ax.axvline(0, color="black", lw=0.6)
     ax.set_xlabel(f"drop in holdout {metric} when the column is shuffled")
-    ax.set_title(f"Permutation importance ({IMPORTANCE_REPEATS} repeats, "
-                 f"{table.attrs['rows']} holdout rows)", fontsize=10)
+    rows, of = table.attrs["rows"], table.attrs.get("of", table.attrs["rows"])
+    sample = f"all {of} holdout rows" if rows >= of else \
+        f"a seeded sample of {rows} of the {of} holdout rows"
+    ax.set_title(f"Permutation importance ({IMPORTANCE_REPEATS} repeats, {sample})",
+                 fontsize=10)
     fig.tight_layout()
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "permutation_importance.png"

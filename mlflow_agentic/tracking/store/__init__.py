@@ -22,6 +22,7 @@ _EXPORTS = {
     "TraceRefused": "mlflow_agentic.tracking.store.delivery",
     "TrackingUnavailable": "mlflow_agentic.tracking.store.retry",
     "check_names": "mlflow_agentic.tracking.store.names",
+    "check_project_run": "mlflow_agentic.tracking.store.uri",
     "check_store": "mlflow_agentic.tracking.store.check",
     "current_uri": "mlflow_agentic.tracking.store.uri",
     "deleted_while_running": "mlflow_agentic.tracking.store.retry",
@@ -49,6 +50,7 @@ __all__ = [
     "TraceRefused",
     "TrackingUnavailable",
     "check_names",
+    "check_project_run",
     "check_store",
     "current_uri",
     "deleted_while_running",
@@ -92,7 +94,13 @@ if TYPE_CHECKING:
         deleted_while_running,
         restore_command,
     )
-    from mlflow_agentic.tracking.store.uri import current_uri, project_run, store_option, use_store
+    from mlflow_agentic.tracking.store.uri import (
+        check_project_run,
+        current_uri,
+        project_run,
+        store_option,
+        use_store,
+    )
     from mlflow_agentic.tracking.store.writer import BackgroundWriter
 
 __getattr__ = lazy_getattr(__name__, _EXPORTS)
