@@ -227,8 +227,8 @@ def test_in_the_last_stretch_the_refit_kept_back_is_the_standing_ensembles():
 
 def test_the_standing_ensemble_is_the_one_the_ensemble_step_chooses(churn_small):
     """What the budget keeps time back for is what the step after the loop then picks."""
+    from mlflow_agentic.core.types import ENSEMBLE
     from mlflow_agentic.engine.loop import AgenticAutoML
-    from mlflow_agentic.engine.refit import ENSEMBLE
     from mlflow_agentic.engine.steps import EnsembleStep
     from mlflow_agentic.proposers.sequence import SequenceProposer
 

@@ -6,7 +6,29 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import Any, Literal
+
+Task = Literal["binary", "multiclass", "regression"]
+"""What a target is: two classes, more, or a number."""
+TASKS: tuple[Task, ...] = ("binary", "multiclass", "regression")
+CLASSIFICATION: tuple[Task, ...] = ("binary", "multiclass")
+
+ENSEMBLE = "ensemble"
+"""The trainer name of an ensemble attempt (not in the registry: the engine builds it)."""
+STACK = "stack"
+"""The trainer name of a stacking attempt (a linear model over its members' outputs)."""
+COMBINERS = (ENSEMBLE, STACK)
+"""Attempts made of other attempts (params ``members``): refit member by member."""
+
+
+def is_classification(task: str) -> bool:
+    """Whether ``task`` predicts classes (binary or multiclass)."""
+    return task in CLASSIFICATION
+
+
+def is_regression(task: str) -> bool:
+    """Whether ``task`` predicts a number."""
+    return task == "regression"
 
 
 class StopKind(str, Enum):

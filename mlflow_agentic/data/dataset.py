@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from mlflow_agentic.core.errors import UserInputError
+from mlflow_agentic.core.types import is_classification, is_regression
 from mlflow_agentic.data.columns import (
     ColumnInfo,
     blank_to_nan,
@@ -180,7 +181,7 @@ class Dataset:
         kinds = {k: len(self.columns_of(k)) for k in ("numeric", "categorical", "datetime")}
         parts = ", ".join(f"{v} {k}" for k, v in kinds.items() if v)
         extra = ""
-        if self.task != "regression":
+        if is_classification(self.task):
             counts = self.y.value_counts(normalize=True)
             extra = " classes " + ", ".join(f"{k}={counts[k]:.1%}" for k in self.classes)
         return (f"{self.name}: {self.n_rows} rows, target {self.target!r} ({self.task}{extra}); "
@@ -463,11 +464,11 @@ def _clean_target(df: pd.DataFrame, target: str, task: str | None, where: str,
     if missing.any():
         notes.append(f"dropped {int(missing.sum())} rows whose target {target!r} is missing")
         df = df.loc[~missing].reset_index(drop=True)
-    if _is_text(df[target]) and task != "regression":
+    if _is_text(df[target]) and not is_regression(task):  # None: not yet known
         df[target] = _label_variants(df[target], target, where, merge_label_variants, notes)
     if _is_text(df[target]) and _numeric_share(df[target]) == 1.0 and df[target].nunique() > 2:
         df[target] = parse_numeric_text(df[target])
-    if task != "regression" and pd.api.types.is_numeric_dtype(df[target]):
+    if not is_regression(task) and pd.api.types.is_numeric_dtype(df[target]):
         infinite = np.isinf(df[target].to_numpy(dtype=float))
         if infinite.any():
             raise UserInputError(
@@ -480,7 +481,7 @@ def _clean_target(df: pd.DataFrame, target: str, task: str | None, where: str,
 def _classes(y: pd.Series, target: str, task: str, where: str) -> tuple:
     """A classifier's classes, sorted (at least two; exactly two for binary); () for a
     regression, whose target must be numeric."""
-    if task == "regression":
+    if is_regression(task):
         if not pd.api.types.is_numeric_dtype(y):
             raise UserInputError(f"task 'regression' needs a numeric target; {target!r} is text")
         return ()

@@ -16,6 +16,7 @@ import pandas as pd
 from sklearn.model_selection import GroupShuffleSplit, train_test_split
 
 from mlflow_agentic.core.errors import UserInputError
+from mlflow_agentic.core.types import is_classification
 from mlflow_agentic.data.dataset import Dataset
 from mlflow_agentic.data.duplicates import (
     DUPLICATE_SHARE_WARNING,
@@ -146,7 +147,7 @@ def _checked(dataset: Dataset, time_column, group_column, holdout_fraction,
     if fraction is None:
         fraction = GROUP_FRACTION if group_column else DEFAULT_FRACTION
     check_holdout_fraction(fraction)
-    if dataset.task != "regression":
+    if is_classification(dataset.task):
         counts = dataset.y.value_counts()
         if counts.min() < 2:
             rare = counts[counts < 2]
@@ -177,7 +178,7 @@ def _by_rows(dataset: Dataset, fraction: float, n_holdout: int, random_state: in
         splitter = GroupShuffleSplit(n_splits=1, test_size=fraction, random_state=random_state)
         train_rows, hold_rows = next(splitter.split(dataset.X, dataset.y, clusters))
         return train_rows, hold_rows, "near-duplicate clusters", clusters
-    stratify = dataset.y if dataset.task != "regression" else None
+    stratify = dataset.y if is_classification(dataset.task) else None
     rows = np.arange(dataset.n_rows)
     try:
         train_rows, hold_rows = train_test_split(rows, test_size=n_holdout,

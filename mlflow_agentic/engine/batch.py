@@ -15,7 +15,7 @@ import numpy as np
 from sklearn.base import clone
 
 from mlflow_agentic.core.metrics import Metric
-from mlflow_agentic.core.types import TIME_CUT
+from mlflow_agentic.core.types import TIME_CUT, is_classification
 from mlflow_agentic.engine.folds import FoldData, FoldOutput, fit_fold, score_output
 from mlflow_agentic.engine.outcome import Outcome, Planned
 from mlflow_agentic.engine.parallel import WorkerPool, single_threaded
@@ -45,7 +45,7 @@ class BatchRunner:
         self.random_state = random_state
         ds = folds.dataset
         self.classes = tuple(ds.classes)
-        self.classification = ds.task != "regression"
+        self.classification = is_classification(ds.task)
 
     def run(self, batch: list[Planned], deadline: float | None,
             on_done: Callable[[int, Outcome], None],

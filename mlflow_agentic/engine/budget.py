@@ -12,8 +12,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 
 from mlflow_agentic.core.settings import SearchSettings
-from mlflow_agentic.core.types import AttemptRecord, StopKind, StopReason
-from mlflow_agentic.engine.refit import COMBINERS
+from mlflow_agentic.core.types import COMBINERS, AttemptRecord, StopKind, StopReason
 from mlflow_agentic.engine.selection import diverse_first
 
 ENSEMBLE_MEMBERS = 4

@@ -12,7 +12,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from mlflow_agentic.core.labels import labels_of
 from mlflow_agentic.core.protocol import CodeModeProposer
+from mlflow_agentic.core.types import is_classification
 from mlflow_agentic.engine.outcome import Outcome
 from mlflow_agentic.sandbox.job import SandboxFailed, SandboxJob, SandboxResult
 from mlflow_agentic.sandbox.model import SandboxedModel
@@ -45,7 +47,7 @@ def dropped_columns(candidate) -> list[str]:
 
 
 def classes_of(dataset) -> tuple:
-    return tuple(dataset.classes) if dataset.task != "regression" else ()
+    return tuple(dataset.classes) if is_classification(dataset.task) else ()
 
 
 def evaluate_code(sandbox, dataset, splits, metric, code: str, dropped: Sequence[str] = (),
@@ -71,7 +73,7 @@ def evaluate_code(sandbox, dataset, splits, metric, code: str, dropped: Sequence
         assert out is not None, "a fold's checked result holds its predictions"
         oof[np.asarray(test)] = out
         if classes:
-            pred = np.asarray(classes, dtype=object)[out.argmax(axis=1)]
+            pred = labels_of(out, classes)
             scores.append(metric.score(y[test], pred, out, classes))
         else:
             scores.append(metric.score(y[test], out))

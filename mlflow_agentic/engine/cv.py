@@ -20,6 +20,7 @@ from sklearn.model_selection import (
 
 from mlflow_agentic.core.errors import UserInputError
 from mlflow_agentic.core.settings import CV_SCHEMES
+from mlflow_agentic.core.types import is_classification, is_regression
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,7 @@ def advise_cv(dataset) -> CVAdvice:
                                 "and test on the future")
     if dataset.cv_groups is not None:
         return CVAdvice("group", "near-duplicate rows: each cluster of copies stays in one fold")
-    if dataset.task == "regression":
+    if is_regression(dataset.task):
         return CVAdvice("kfold", "no groups or time order known: shuffled K-fold")
     return CVAdvice("stratified", "no groups or time order known: stratified K-fold keeps the "
                                   "class balance in every fold")
@@ -54,7 +55,7 @@ def resolve_scheme(dataset, scheme: str | None) -> tuple[str, str]:
         raise UserInputError("--cv-scheme group needs --group-column")
     if scheme == "time" and dataset.time_column is None:
         raise UserInputError("--cv-scheme time needs --time-column")
-    if scheme == "stratified" and dataset.task == "regression":
+    if scheme == "stratified" and is_regression(dataset.task):
         scheme = "kfold"
     return scheme, "chosen by the user (overrides the advice)"
 
@@ -99,7 +100,7 @@ def make_splits(dataset, cv, random_state: int = 0, scheme: str = "auto"
     k = int(cv)
     if k < 2:
         raise UserInputError(f"cv must be at least 2 folds, got {k}")
-    classification = dataset.task != "regression"
+    classification = is_classification(dataset.task)
     if dataset.n_rows < k:
         limit = int(y.value_counts().min()) if classification else dataset.n_rows
         fix = (f"use --cv {limit} or fewer, or more data" if limit >= 2 else "more data")

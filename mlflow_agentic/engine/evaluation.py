@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from mlflow_agentic.core.metrics import Metric
+from mlflow_agentic.core.types import is_regression
 from mlflow_agentic.engine.folds import model_output
 
 
@@ -54,6 +55,6 @@ def baseline_model(task: str):
     """The trivial model every candidate must beat: class prior, or the training mean."""
     from sklearn.dummy import DummyClassifier, DummyRegressor
 
-    if task == "regression":
+    if is_regression(task):
         return DummyRegressor(strategy="mean")
     return DummyClassifier(strategy="prior")

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 from sklearn.pipeline import Pipeline
 
+from mlflow_agentic.core.labels import labels_of
 from mlflow_agentic.core.metrics import Metric
 from mlflow_agentic.engine import spill as disk
 from mlflow_agentic.engine.spill import SPILL_BYTES, ship, spill_folder
@@ -269,7 +270,7 @@ def score_output(metric: Metric, y_true, output: np.ndarray, classes: tuple) -> 
     y_true = np.asarray(y_true)
     if output.ndim == 1:
         return metric.score(y_true, output, None, classes)
-    labels = np.asarray(classes, dtype=object)[np.argmax(output, axis=1)]
+    labels = labels_of(output, classes)
     if y_true.dtype != object:
         labels = labels.astype(y_true.dtype)
     return metric.score(y_true, labels, output, classes)

@@ -6,21 +6,11 @@ from __future__ import annotations
 
 import time
 import warnings
-from typing import TYPE_CHECKING
 
-from mlflow_agentic.core.types import best_first
+from mlflow_agentic.core.types import COMBINERS, STACK, best_first, is_classification
+from mlflow_agentic.engine.budget import LoopBudget
 from mlflow_agentic.engine.parallel import WorkerPool, single_threaded
 from mlflow_agentic.trainers.registry import get_trainer
-
-if TYPE_CHECKING:  # budget imports this module (COMBINERS)
-    from mlflow_agentic.engine.budget import LoopBudget
-
-ENSEMBLE = "ensemble"
-"""The trainer name of an ensemble attempt (not in the registry: the engine builds it)."""
-STACK = "stack"
-"""The trainer name of a stacking attempt (a linear model over its members' outputs)."""
-COMBINERS = (ENSEMBLE, STACK)
-"""Attempts made of other attempts (params ``members``): refit member by member."""
 
 
 def combine(record, models: list, dataset):
@@ -29,7 +19,7 @@ def combine(record, models: list, dataset):
     from mlflow_agentic.trainers.stacked import StackedEnsemble
     from mlflow_agentic.trainers.transforms import WeightedEnsemble
 
-    classes = list(dataset.classes) if dataset.task != "regression" else None
+    classes = list(dataset.classes) if is_classification(dataset.task) else None
     if record.candidate.trainer == STACK:
         return StackedEnsemble(models, record.params["coef"], record.params["intercept"],
                                classes, dataset.task)
@@ -108,7 +98,7 @@ def bagged(record, history, folds, dataset):
     each member's, combined as it combines them): no refit. None when a fold model was not kept."""
     from mlflow_agentic.trainers.transforms import WeightedEnsemble
 
-    classes = list(dataset.classes) if dataset.task != "regression" else None
+    classes = list(dataset.classes) if is_classification(dataset.task) else None
     by_index = {a.index: a for a in history}
 
     def bag(attempt):

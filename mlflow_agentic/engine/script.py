@@ -13,9 +13,7 @@ import math
 import pprint
 from typing import Any
 
-from mlflow_agentic.core.types import AttemptRecord
-
-COMBINERS = ("ensemble", "stack")
+from mlflow_agentic.core.types import COMBINERS, AttemptRecord
 
 _HEAD = '''"""Attempt {index:02d} of search {search}: {title}.
 

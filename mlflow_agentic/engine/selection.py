@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from mlflow_agentic.core.settings import SELECTION_RULES
-from mlflow_agentic.core.types import AttemptRecord, best_first
+from mlflow_agentic.core.types import COMBINERS, AttemptRecord, best_first
 
 __all__ = ["SELECTION_RULES", "beats_choosing", "combination_wins", "diverse_first", "fit_cost",
            "nested_best", "select", "ties"]
@@ -58,8 +58,6 @@ def nested_best(history: Sequence[AttemptRecord]) -> float | None:
     combination's score is: each fold scored by the attempt best on the other folds. Among
     many close attempts the top CV score is partly luck on these folds (the winner's curse),
     and this is what choosing it is worth. None without two complete single attempts."""
-    from mlflow_agentic.engine.refit import COMBINERS
-
     singles = [a for a in history if a.selectable and a.candidate.trainer not in COMBINERS
                and a.fold_scores and all(math.isfinite(x) for x in a.fold_scores)]
     k = max((len(a.fold_scores) for a in singles), default=0)
@@ -78,8 +76,6 @@ def nested_best(history: Sequence[AttemptRecord]) -> float | None:
 def beats_choosing(score: float, best: AttemptRecord, history: Sequence[AttemptRecord]) -> bool:
     """Whether a combination's nested CV ``score`` beats choosing ``best``: a single attempt
     weighed by ``nested_best`` (what choosing it is worth), a combination by its own score."""
-    from mlflow_agentic.engine.refit import COMBINERS
-
     nested = None if best.candidate.trainer in COMBINERS else nested_best(history)
     bar = best.score if nested is None else nested
     return score > bar if best.greater_is_better else score < bar
@@ -91,8 +87,6 @@ def combination_wins(record: AttemptRecord, best: AttemptRecord | None,
     beats ``best``, and why when it wins over a higher CV score. A single ``best`` is
     weighed by what choosing it is worth (``nested_best``), not by its own CV score: both
     numbers then come from folds nothing was chosen on."""
-    from mlflow_agentic.engine.refit import COMBINERS
-
     if not record.verdict.valid:
         return False, ""
     if best is None:
@@ -111,7 +105,6 @@ def combination_wins(record: AttemptRecord, best: AttemptRecord | None,
 def fit_cost(record: AttemptRecord, by_index: dict[int, AttemptRecord]) -> int:
     """The trainer's declared relative cost; an ensemble (or stack) costs all its members
     together."""
-    from mlflow_agentic.engine.refit import COMBINERS
     from mlflow_agentic.trainers.registry import trainer_registry
 
     if record.candidate.trainer in COMBINERS:
@@ -167,8 +160,6 @@ def refit_members(record: AttemptRecord, history: Sequence[AttemptRecord]
                   ) -> list[AttemptRecord]:
     """The attempts a refit of ``record`` fits: an ensemble's (or stack's) members, else
     itself."""
-    from mlflow_agentic.engine.refit import COMBINERS
-
     if record.candidate.trainer not in COMBINERS:
         return [record]
     by_index = {a.index: a for a in history}

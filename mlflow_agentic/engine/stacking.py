@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mlflow_agentic.core.metrics import Metric
+from mlflow_agentic.core.types import is_regression
 from mlflow_agentic.engine.ensemble import NestedScore
 from mlflow_agentic.engine.folds import score_output
 from mlflow_agentic.trainers.stacked import stack_features, stack_output
@@ -46,7 +47,7 @@ def fit_stacker(features: np.ndarray, y: np.ndarray, task: str, n_classes: int,
     if len(y) > MAX_FIT_ROWS:
         rows = np.random.default_rng(seed).choice(len(y), MAX_FIT_ROWS, replace=False)
         features, y = features[rows], y[rows]
-    if task == "regression":
+    if is_regression(task):
         from sklearn.linear_model import LinearRegression
 
         model = LinearRegression(positive=True).fit(features, y)
@@ -66,7 +67,7 @@ def select_stack(candidates: Sequence[tuple[int, np.ndarray]], y, splits, metric
     if len(candidates) < 2:
         return None
     y = np.asarray(y)
-    if task == "regression":
+    if is_regression(task):
         target = y.astype(float)
     else:
         position = {c: k for k, c in enumerate(classes)}
@@ -86,12 +87,12 @@ def select_stack(candidates: Sequence[tuple[int, np.ndarray]], y, splits, metric
         return None
     coef, intercept = fitted
     indices = [i for i, _ in candidates]
-    if task == "regression":  # members the non-negative fit gave no weight are not served
+    if is_regression(task):  # members the non-negative fit gave no weight are not served
         kept = [j for j in range(len(indices)) if coef[0, j] > 0] or list(range(len(indices)))
         indices, coef = [indices[j] for j in kept], coef[:, kept]
     return StackChoice(tuple(indices), tuple(tuple(_short(c) for c in row) for row in coef),
                        tuple(_short(b) for b in intercept), tuple(float(s) for s in fold_scores),
-                       "non-negative least squares" if task == "regression" else
+                       "non-negative least squares" if is_regression(task) else
                        "a logistic regression")
 
 

@@ -13,9 +13,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from mlflow_agentic.core.types import AttemptRecord, SolutionCandidate, best_first
+from mlflow_agentic.core.types import ENSEMBLE, STACK, AttemptRecord, SolutionCandidate, best_first
 from mlflow_agentic.engine.ensemble import MAX_MEMBERS, blend, select_ensemble
-from mlflow_agentic.engine.refit import ENSEMBLE, STACK
 from mlflow_agentic.engine.selection import beats_choosing, diverse_first
 from mlflow_agentic.engine.stacking import select_stack
 from mlflow_agentic.trainers.stacked import stack_features, stack_output

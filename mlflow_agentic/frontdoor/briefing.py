@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from mlflow_agentic.core.types import is_regression
 from mlflow_agentic.engine.cv import make_splits, resolve_scheme
 from mlflow_agentic.verify import leakage
 from mlflow_agentic.verify.leakage import Finding
@@ -43,7 +44,7 @@ def profile(dataset) -> dict[str, Any]:
     """Aggregates only: sizes, kinds, missing rates, cardinalities, target balance."""
     out: dict[str, Any] = {"rows": dataset.n_rows, "columns": len(dataset.columns),
                            "task": dataset.task, "target": dataset.target}
-    if dataset.task == "regression":
+    if is_regression(dataset.task):
         y = dataset.y.astype(float)
         out["target_summary"] = {"mean": round(float(y.mean()), 4),
                                  "std": round(float(y.std()), 4)}
@@ -78,7 +79,7 @@ def build_briefing(train, *, cv: int = 5, cv_scheme: str | None = "auto", random
     if isinstance(cv, int):
         splits = make_splits(train, cv, random_state, scheme)
         naive = make_splits(train, cv, random_state,
-                            "kfold" if train.task == "regression" else "stratified")
+                            "kfold" if is_regression(train.task) else "stratified")
         findings += leakage.check_near_duplicates(train, splits=splits)
         findings += leakage.check_group_time(train, splits, scheme, naive_splits=naive)
     excluded = {} if keep_flagged_columns else leakage.column_exclusions(findings)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from mlflow_agentic.core.types import is_classification
+
 TOP_HISTORY = 8
 
 SYSTEM = (
@@ -47,7 +49,7 @@ def task_facts(context) -> dict:
         # class shares without the labels: labels are cell values
         "class_shares": sorted((round(float(v), 3) for v in
                                 dataset.y.value_counts(normalize=True)), reverse=True)
-        if dataset.task != "regression" else None,
+        if is_classification(dataset.task) else None,
         "leakage_findings": [f"{f.severity}: {f.check}" + (f" on {f.column!r}" if f.column
                              else "") for f in brief.findings] if brief is not None else [],
         "excluded_columns": sorted(dataset.excluded_columns),

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from mlflow_agentic.core.errors import AgenticError
+from mlflow_agentic.core.types import is_regression
 from mlflow_agentic.sandbox.cleanup import STAGED_PREFIX
 from mlflow_agentic.sandbox.outputs import (
     LOG_BYTES,
@@ -71,7 +72,7 @@ class SandboxJob:
 
     @property
     def n_outputs(self) -> int:
-        return 0 if self.task == "regression" else len(self.classes)
+        return 0 if is_regression(self.task) else len(self.classes)
 
     def caps(self, model_bytes: int) -> dict[str, int]:
         """The only files the host reads back, each with the most bytes it may hold:

@@ -16,6 +16,8 @@ from collections import OrderedDict
 import numpy as np
 import pandas as pd
 
+from mlflow_agentic.core.labels import labels_of
+from mlflow_agentic.core.types import is_regression
 from mlflow_agentic.sandbox.job import SandboxFailed, SandboxJob
 
 CACHED_PREDICTIONS = 8
@@ -75,15 +77,15 @@ class SandboxedModel:
         return result.predictions
 
     def predict_proba(self, X: pd.DataFrame) -> np.ndarray:
-        if self.task == "regression":
+        if is_regression(self.task):
             raise AttributeError("a regressor has no predict_proba")
         return self.output(X)
 
     def predict(self, X: pd.DataFrame) -> np.ndarray:
         out = self.output(X)
-        if self.task == "regression":
+        if is_regression(self.task):
             return out
-        return np.asarray(self.classes)[np.argmax(out, axis=1)]
+        return labels_of(out, self.classes)
 
     def score(self, X: pd.DataFrame, y, sample_weight=None) -> float:
         """scikit-learn's default score (accuracy, or R2 for a regressor), from sandboxed
@@ -91,7 +93,7 @@ class SandboxedModel:
         from sklearn.metrics import accuracy_score, r2_score
 
         predicted = self.predict(X)
-        if self.task == "regression":
+        if is_regression(self.task):
             return float(r2_score(y, predicted, sample_weight=sample_weight))
         return float(accuracy_score(np.asarray(y).astype(str), predicted.astype(str),
                                     sample_weight=sample_weight))

@@ -12,7 +12,7 @@ import pandas as pd
 
 from mlflow_agentic.core.errors import UserInputError
 from mlflow_agentic.core.metrics import resolve_metric
-from mlflow_agentic.core.types import Verdict
+from mlflow_agentic.core.types import Verdict, is_regression
 from mlflow_agentic.verify import DeterministicVerifier, leakage
 
 MODEL_TYPES = {"classifier": ("binary", "multiclass"), "regressor": ("regression",)}
@@ -67,7 +67,7 @@ def evaluate_predictions(features: pd.DataFrame, y: pd.Series, *, model_type: st
     task = task_of(model_type, y)
     chosen = resolve_metric(metric, task)
     if chosen.needs_proba and proba is None:  # a model without probabilities: judge labels
-        chosen = resolve_metric("r2" if task == "regression" else "balanced_accuracy", task)
+        chosen = resolve_metric("r2" if is_regression(task) else "balanced_accuracy", task)
     classes = tuple(classes) if len(classes) else tuple(sorted(y.dropna().unique()))
     score = float(chosen.score(y.to_numpy(), None if y_pred is None else np.asarray(y_pred),
                                None if proba is None else np.asarray(proba), classes))

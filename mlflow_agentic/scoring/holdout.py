@@ -12,7 +12,7 @@ import numpy as np
 
 from mlflow_agentic.core.metrics import METRICS
 from mlflow_agentic.core.observer import SearchObserver
-from mlflow_agentic.core.types import AttemptRecord, EngineeringRun
+from mlflow_agentic.core.types import AttemptRecord, EngineeringRun, is_classification
 from mlflow_agentic.engine.folds import model_output, score_output
 
 SELF_DECEPTION_GAP = 0.05
@@ -122,7 +122,7 @@ def score_on_holdout(run: EngineeringRun, train, holdout, scorer: HoldoutScorer 
         try:
             if attempt.index == best_index and run.model is not None:
                 begun = time.perf_counter()
-                output = model_output(run.model, hd.X, train.classes, train.task != "regression")
+                output = model_output(run.model, hd.X, train.classes, is_classification(train.task))
                 selected_output, selected_seconds = output, time.perf_counter() - begun
                 value = score_output(metric, hd.y.to_numpy(), output, train.classes)
             elif scorer is not None and attempt.index in scorer.outputs:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mlflow_agentic.core.labels import labels_of
 from mlflow_agentic.core.metrics import METRICS
 
 RESAMPLES = 1000
@@ -34,7 +35,7 @@ class Outputs:
         given), as arrays: what ``take`` indexes."""
         labels = self.y_pred
         if labels is None and self.proba is not None:
-            labels = np.asarray(self.classes, dtype=object)[np.argmax(self.proba, axis=1)]
+            labels = labels_of(self.proba, self.classes)
         return Outputs(None if labels is None else np.asarray(labels),
                        None if self.proba is None else np.asarray(self.proba), self.classes)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 
+from mlflow_agentic.core.types import is_classification
 from mlflow_agentic.trainers.base import Trainer
 from mlflow_agentic.trainers.space import CategoricalParam as Cat
 from mlflow_agentic.trainers.space import FloatParam as Float
@@ -40,13 +41,9 @@ def _estimators_cap(dataset) -> int:
     return 500 if dataset.n_rows <= 50_000 else 300
 
 
-def _is_classification(task: str) -> bool:
-    return task in ("binary", "multiclass")
-
-
 # ---- linear ---------------------------------------------------------------------------------
 def _linear_model(task, p, seed):
-    if _is_classification(task):
+    if is_classification(task):
         from sklearn.linear_model import LogisticRegression
 
         return LogisticRegression(C=p["C"], class_weight=p["class_weight"], max_iter=2000)
@@ -56,13 +53,13 @@ def _linear_model(task, p, seed):
 
 
 def _linear_space(ds):
-    if _is_classification(ds.task):
+    if is_classification(ds.task):
         return {"C": Float(1e-3, 1e2, log=True), "class_weight": Cat((None, "balanced"))}
     return {"alpha": Float(1e-3, 1e3, log=True)}
 
 
 def _linear_defaults(ds):
-    if _is_classification(ds.task):
+    if is_classification(ds.task):
         return {"C": 1.0, "class_weight": None}
     return {"alpha": 1.0}
 
@@ -73,7 +70,7 @@ def _forest(kind):
         from sklearn import ensemble
 
         name = ("RandomForest" if kind == "rf" else "ExtraTrees") + (
-            "Classifier" if _is_classification(task) else "Regressor")
+            "Classifier" if is_classification(task) else "Regressor")
         return getattr(ensemble, name)(
             n_estimators=p["n_estimators"], max_depth=p["max_depth"],
             min_samples_leaf=p["min_samples_leaf"], max_features=p["max_features"],
@@ -93,14 +90,14 @@ def _forest_space(ds):
 
 def _forest_defaults(ds):
     return {"n_estimators": 100, "max_depth": None, "min_samples_leaf": 1,
-            "max_features": "sqrt" if _is_classification(ds.task) else 1.0}
+            "max_features": "sqrt" if is_classification(ds.task) else 1.0}
 
 
 # ---- histogram gradient boosting ----------------------------------------------------------
 def _hgb_model(task, p, seed):
     from sklearn import ensemble
 
-    cls = (ensemble.HistGradientBoostingClassifier if _is_classification(task)
+    cls = (ensemble.HistGradientBoostingClassifier if is_classification(task)
            else ensemble.HistGradientBoostingRegressor)
     return cls(learning_rate=p["learning_rate"], max_iter=p["max_iter"],
                max_leaf_nodes=p["max_leaf_nodes"], min_samples_leaf=p["min_samples_leaf"],
@@ -130,7 +127,7 @@ def _xgb_model(task, p, seed):
     from mlflow_agentic.trainers.transforms import EncodedLabelClassifier
 
     common = dict(p, tree_method="hist", n_jobs=N_JOBS, random_state=seed, verbosity=0)
-    if _is_classification(task):
+    if is_classification(task):
         return EncodedLabelClassifier(_early_stopped(xgb.XGBClassifier(**common), seed))
     return _early_stopped(xgb.XGBRegressor(**common), seed)
 
@@ -161,7 +158,7 @@ def _xgb_defaults(ds):
 def _lgbm_model(task, p, seed):
     import lightgbm as lgb
 
-    cls = lgb.LGBMClassifier if _is_classification(task) else lgb.LGBMRegressor
+    cls = lgb.LGBMClassifier if is_classification(task) else lgb.LGBMRegressor
     return _early_stopped(cls(**p, subsample_freq=1 if p["subsample"] < 1 else 0, n_jobs=N_JOBS,
                               random_state=seed, verbose=-1), seed)
 
@@ -176,7 +173,7 @@ def _lgbm_defaults(ds):
 def _cat_model(task, p, seed):
     import catboost as cb
 
-    cls = cb.CatBoostClassifier if _is_classification(task) else cb.CatBoostRegressor
+    cls = cb.CatBoostClassifier if is_classification(task) else cb.CatBoostRegressor
     return _early_stopped(cls(**p, random_seed=seed, thread_count=N_JOBS, verbose=False,
                               allow_writing_files=False), seed)
 

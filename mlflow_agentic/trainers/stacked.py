@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from mlflow_agentic.core.labels import labels_of
 from mlflow_agentic.trainers.transforms import WeightedEnsemble
 
 EPS = 1e-6
@@ -76,4 +77,4 @@ class StackedEnsemble(WeightedEnsemble):
     def predict(self, X):
         if self.task == "regression":
             return self._combined(X)
-        return np.asarray(self.classes)[np.argmax(self._combined(X), axis=1)]
+        return labels_of(self._combined(X), self.classes)

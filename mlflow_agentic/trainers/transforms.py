@@ -19,6 +19,8 @@ from sklearn.base import (
 )
 from sklearn.preprocessing import LabelEncoder
 
+from mlflow_agentic.core.labels import labels_of
+
 MISSING_CATEGORY = "__missing__"
 
 
@@ -277,7 +279,7 @@ class WeightedEnsemble(BaseEstimator):
             total = sum(w * np.asarray(m.predict(X), dtype=float)
                         for m, w in zip(self.estimators, self.weights, strict=True))
             return total / float(sum(self.weights))
-        labels = np.asarray(self.classes)[np.argmax(self.predict_proba(X), axis=1)]
+        labels = labels_of(self.predict_proba(X), self.classes)
         return labels
 
     def score(self, X, y, sample_weight=None):

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
+from mlflow_agentic.core.types import is_regression
 from mlflow_agentic.data.duplicates import (  # noqa: F401 - re-exported: the checks' names
     DUPLICATE_QUANTUM,
     DUPLICATE_SHARE_WARNING,
@@ -97,7 +98,7 @@ def check_single_feature(dataset) -> list[Finding]:
     findings = []
     for column in dataset.feature_columns:
         info = dataset.columns[column]
-        if dataset.task == "regression":
+        if is_regression(dataset.task):
             y = dataset.y.to_numpy(dtype=float)
             x = (_out_of_fold_rate(dataset.frame[column], y) if info.kind == "categorical"
                  else numeric_view(dataset, column))
@@ -138,7 +139,7 @@ def check_single_feature(dataset) -> list[Finding]:
 # ---- 2. missing values separate the classes ---------------------------------------------------
 def check_missing_separation(dataset) -> list[Finding]:
     findings = []
-    if dataset.task == "regression":
+    if is_regression(dataset.task):
         return findings
     for column in dataset.feature_columns:
         rate = dataset.columns[column].missing_rate
@@ -215,7 +216,7 @@ def _straddling_share(groups: np.ndarray, splits: Sequence) -> float:
 
 # ---- 5. class imbalance -----------------------------------------------------------------------
 def check_imbalance(dataset) -> list[Finding]:
-    if dataset.task == "regression":
+    if is_regression(dataset.task):
         return []
     rates = dataset.y.value_counts(normalize=True)
     rate = float(rates.min())

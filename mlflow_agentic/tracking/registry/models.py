@@ -17,6 +17,8 @@ import pandas as pd
 from mlflow.models import infer_signature
 
 from mlflow_agentic.core import evidence as ev
+from mlflow_agentic.core import labels
+from mlflow_agentic.core.types import is_classification
 from mlflow_agentic.tracking.registry import serving
 from mlflow_agentic.trainers import stacked, transforms
 
@@ -35,16 +37,20 @@ def pinned_requirements(extra: tuple[str, ...] = ()) -> list[str]:
     return pins
 
 
+BY_VALUE = (labels, transforms, stacked, serving)
+"""The modules a logged model's pickle carries with it (numpy, pandas, scikit-learn only)."""
+
+
 @contextlib.contextmanager
 def _pickle_by_value():
-    """Embed our small modules (transformers, the stacked ensemble, the served wrapper) in the
-    pickle: the model loads and serves without our package."""
-    for module in (transforms, stacked, serving):
+    """Embed our small modules (transformers, the stacked ensemble, the served wrapper, the
+    label rule) in the pickle: the model loads and serves without our package."""
+    for module in BY_VALUE:
         cloudpickle.register_pickle_by_value(module)
     try:
         yield
     finally:
-        for module in (transforms, stacked, serving):
+        for module in BY_VALUE:
             cloudpickle.unregister_pickle_by_value(module)
 
 
@@ -85,7 +91,7 @@ def log_model(model, dataset, requirements: tuple[str, ...] = (), name: str = "m
     if getattr(model, "runs_generated_code", False):
         return log_generated_model(model, dataset, requirements, name)
     X = schema_sample(dataset.X)  # raw columns as in the file: the pipeline does the rest
-    classes = list(dataset.classes) if dataset.task != "regression" else None
+    classes = list(dataset.classes) if is_classification(dataset.task) else None
     with _logging_a_model():
         signature = _signature(X, model.predict(X), model, dataset)
         return mlflow.pyfunc.log_model(
@@ -126,7 +132,7 @@ def log_generated_model(model, dataset, requirements: tuple[str, ...] = (),
     from mlflow.models import Model
 
     X = schema_sample(dataset.X)
-    classes = list(dataset.classes) if dataset.task != "regression" else None
+    classes = list(dataset.classes) if is_classification(dataset.task) else None
     example = X.head(5)
     # MLflow copies each artifact with a download progress bar: not for our users
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")

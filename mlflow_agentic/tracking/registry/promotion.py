@@ -19,6 +19,7 @@ from mlflow.exceptions import MlflowException
 
 from mlflow_agentic.core import evidence as ev
 from mlflow_agentic.core.errors import UserInputError
+from mlflow_agentic.core.types import is_regression
 from mlflow_agentic.data.split import frame_digest
 from mlflow_agentic.scoring.external import ExternalEvaluation, evaluate_predictions
 from mlflow_agentic.scoring.paired import Outputs, paired_bootstrap
@@ -76,7 +77,7 @@ def promote(model: str, *, from_alias: str = "challenger", to_alias: str = "cham
         return outcome
     frame_source, dataset = _evaluation_data(tags, data)
     task = tags.get(ev.TASK) or dataset.task
-    model_type = "regressor" if task == "regression" else "classifier"
+    model_type = "regressor" if is_regression(task) else "classifier"
     metric = tags.get(ev.METRIC) or None
     on_holdout = frame_source.startswith("holdout of")
     mine = _score(model, challenger, dataset, model_type, metric, on_holdout)

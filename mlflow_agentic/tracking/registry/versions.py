@@ -13,6 +13,7 @@ import pandas as pd
 
 from mlflow_agentic.core import evidence as ev
 from mlflow_agentic.core.errors import UserInputError
+from mlflow_agentic.core.types import is_regression
 from mlflow_agentic.scoring.paired import Outputs
 from mlflow_agentic.tracking.results import model_outputs
 from mlflow_agentic.tracking.store import downloaded
@@ -95,7 +96,7 @@ def against_alias(name: str, alias: str, fitted, holdout, metric: str, digest: s
     if (standing.tags.get(ev.HOLDOUT_DIGEST) != digest
             or standing.tags.get(ev.METRIC) != metric):
         return None
-    model_type = "regressor" if holdout.task == "regression" else "classifier"
+    model_type = "regressor" if is_regression(holdout.task) else "classifier"
     ours = fitted_outputs(fitted, holdout.X, model_type)
     theirs = version_outputs(name, standing, holdout.X, model_type, own_holdout=True)
     return standing, paired_bootstrap(metric, holdout.y, ours, theirs)

@@ -21,7 +21,9 @@ import pandas as pd
 from mlflow.models import Model
 from mlflow.pyfunc import PyFuncModel
 
+from mlflow_agentic.core.labels import labels_of
 from mlflow_agentic.core.metrics import METRICS
+from mlflow_agentic.core.types import is_classification
 from mlflow_agentic.engine.folds import model_output, score_output
 from mlflow_agentic.tracking.registry import quiet_loggers
 
@@ -118,7 +120,7 @@ def _record(rec, tags: dict, name: str, begun: float, step, *args) -> None:
 
 
 def _evaluate(model, hd, train, model_id: str | None) -> None:
-    classifier = train.task != "regression"
+    classifier = is_classification(train.task)
     config = {"log_model_explainability": False, "metric_prefix": "holdout_"}
     if train.task == "binary":
         config["pos_label"] = train.positive_class
@@ -152,9 +154,9 @@ def _log_predictions(model, hd, train, output: np.ndarray | None = None) -> None
     table[f"actual_{hd.target}"] = hd.y.to_numpy()
     if output is not None:
         output = np.asarray(output)[: len(X)]
-    classification = train.task != "regression"
+    classification = is_classification(train.task)
     predicted = (model.predict(X) if output is None else
-                 np.asarray(train.classes)[output.argmax(axis=1)] if classification else output)
+                 labels_of(output, train.classes) if classification else output)
     table[f"predicted_{hd.target}"] = predicted
     if classification:
         proba = np.asarray(model.predict_proba(X) if output is None else output)
@@ -191,7 +193,7 @@ def importance(model, hd, train, metric: str, seed: int = 0) -> pd.DataFrame:
     """
     m = METRICS[metric]
     classes = tuple(train.classes)
-    is_clf = train.task != "regression"
+    is_clf = is_classification(train.task)
     features = _features(hd, train)
     rng = np.random.default_rng(seed)
     rows = np.arange(hd.n_rows)
