@@ -107,19 +107,18 @@ def worker_command(**o) -> None:
 @tracking_option
 @encoding_option
 @click.option("--quiet", is_flag=True, help="No progress display.")
-def finalize_command(study, storage, data, register_name, no_register, no_diagnostics,
-                     selection, n_jobs, tracking_uri, encoding, quiet) -> None:
+def finalize_command(**o) -> None:
     """End a shared search once its workers are done: read every finished attempt back (nothing
     is fitted again), ensemble, select, refit, score the sealed holdout, register."""
     from mlflow_agentic.cli.progress import RichProgress
     from mlflow_agentic.distributed import finalize
 
     def work() -> None:
+        observers = [] if o.pop("quiet") else [RichProgress()]
         _report_finalized(finalize(
-            data, study=study, storage=storage, tracking_uri=tracking_uri,
-            register_name=register_name, register=not no_register,
-            diagnostics=not no_diagnostics, selection=selection, n_jobs=n_jobs,
-            encoding=encoding, observers=[] if quiet else [RichProgress()], say=say_note))
+            o.pop("data"), study=o.pop("study"), storage=o.pop("storage"),
+            register=not o.pop("no_register"), diagnostics=not o.pop("no_diagnostics"),
+            observers=observers, say=say_note, **pop_settings(o), **o))
 
     exit_on_user_error(work)
 

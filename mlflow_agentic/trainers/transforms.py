@@ -355,7 +355,10 @@ class InnerValidationEarlyStopping(BaseEstimator):
         return frame.astype(dict.fromkeys(codes, "int64"))
 
     def predict(self, X):
-        return self.estimator_.predict(self._inputs(X))
+        predicted = np.asarray(self.estimator_.predict(self._inputs(X)))
+        if predicted.ndim == 2 and predicted.shape[1] == 1:  # CatBoost's multiclass labels
+            predicted = predicted[:, 0]
+        return predicted
 
     def predict_proba(self, X):
         return self.estimator_.predict_proba(self._inputs(X))
