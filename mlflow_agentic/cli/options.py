@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 import click
 
+from mlflow_agentic.cli.text import plain
 from mlflow_agentic.core.errors import AgenticError
 
 EXIT_USER_ERROR = 2
@@ -263,7 +264,7 @@ def _failed(exc: Exception, kept: Callable[[], str]) -> None:
     if isinstance(exc, AgenticError):
         from mlflow_agentic.tracking.store import TrackingUnavailable
 
-        click.secho(f"error: {exc}", fg="red", err=True)
+        click.secho(f"error: {plain(exc)}", fg="red", err=True)
         sys.exit(EXIT_FAILURE if isinstance(exc, TrackingUnavailable) else EXIT_USER_ERROR)
     from mlflow_agentic.tracking.store import deleted_while_running
 
@@ -276,7 +277,7 @@ def _failed(exc: Exception, kept: Callable[[], str]) -> None:
 
         traceback.print_exception(exc)
     what = kept()
-    click.secho(f"error: {type(exc).__name__}: {exc}", fg="red", err=True)
+    click.secho(f"error: {type(exc).__name__}: {plain(exc)}", fg="red", err=True)
     click.echo(("the search run is marked FAILED with this reason; kept: " + what + ". "
                 if what else "") + "Set MLFLOW_AGENTIC_TRACEBACK=1 for the traceback.",
                err=True)

@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from mlflow_agentic.cli.text import plain_markup
 from mlflow_agentic.core.observer import SearchContext, SearchObserver
 from mlflow_agentic.core.types import AttemptRecord, EngineeringRun, SolutionCandidate
 
@@ -130,11 +131,11 @@ class RichProgress(SearchObserver):
         if record.pruned is not None:
             folds = len(record.fold_scores)
             score = f"{record.score:.4f} ({folds} folds)" if folds else "- (no fold done)"
+        reason = plain_markup(record.verdict.reason) if not record.verdict.valid else ""
         self._progress.console.print(
-            f"  {record.index:>3} {record.candidate.title[:24]:<24} {record.metric}={score:<18} "
-            f"[{style}]{record.status:<8}[/] fit {record.fit_seconds:5.1f}s  "
-            f"[dim]{record.verdict.reason if not record.verdict.valid else ''}"
-            f"{' restored' if record.restored else ''}[/]")
+            f"  {record.index:>3} {plain_markup(record.candidate.title[:24]):<24} "
+            f"{record.metric}={score:<18} [{style}]{record.status:<8}[/] fit "
+            f"{record.fit_seconds:5.1f}s  [dim]{reason}{' restored' if record.restored else ''}[/]")
         if record.verdict.valid and (self._best is None or record.utility > self._best.utility):
             self._best = record
         self._progress.advance(self._task)
@@ -148,7 +149,7 @@ class RichProgress(SearchObserver):
         for col in ("#", "attempt", "trainer", f"cv {run.metric}", "status", "fit s"):
             table.add_column(col)
         for rank, a in enumerate(run.leaderboard()[:10], start=1):
-            table.add_row(str(rank), str(a.index), a.candidate.title,
+            table.add_row(str(rank), str(a.index), plain_markup(a.candidate.title),
                           "-" if a.failed or not a.fold_scores else f"{a.score:.4f}",
                           f"[{STYLE[a.status]}]{a.status}[/]", f"{a.fit_seconds:.1f}")
         self.console.print(table)

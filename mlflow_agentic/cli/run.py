@@ -24,6 +24,7 @@ from mlflow_agentic.cli.options import (
     tracking_uri_option,
 )
 from mlflow_agentic.cli.settings import pop_settings, settings_options
+from mlflow_agentic.cli.text import plain
 from mlflow_agentic.core.errors import UserInputError
 from mlflow_agentic.core.settings import REGISTER_POLICIES
 from mlflow_agentic.proposers.factory import PROPOSERS
@@ -199,7 +200,7 @@ def _report(outcome, tracker, kwargs: dict) -> None:
     from mlflow_agentic.tracking.store import current_uri, store_option
 
     result = outcome.run
-    click.echo(outcome.summary())
+    click.echo(plain(outcome.summary()))
     if result.evidence_model is not None:
         click.echo(f"served: refit on all {result.served_rows} labelled rows (training + "
                    "holdout); the holdout scores above are the same recipe's before")
@@ -207,7 +208,7 @@ def _report(outcome, tracker, kwargs: dict) -> None:
         click.secho(f"served: fitted on the training rows only ({result.served_note})",
                     fg="yellow")
     for line in result.problems():  # said even with --quiet
-        click.secho(f"warning: {line}", fg="yellow", err=True)
+        click.secho(f"warning: {plain(line)}", fg="yellow", err=True)
     if kwargs["time_budget"] is not None:
         spent = time.perf_counter() - kwargs["started"]
         click.echo(f"time: {spent:.1f}s of the {kwargs['time_budget']:g}s budget")

@@ -7,6 +7,7 @@ any proposer exists and scored after the search).
 
 from __future__ import annotations
 
+import builtins
 import json
 import re
 from collections.abc import Collection, Sequence
@@ -114,6 +115,41 @@ def clean_message(text: str, columns: Collection[str] = (), code: str = "") -> s
     return line if len(line) <= MESSAGE_CHARS else line[:MESSAGE_CHARS - 3] + "..."
 
 
+STAGES = ("read", "import", "build", "fit", "predict", "pickle", "load model", "outputs",
+          "killed", "crashed", "skipped", "start")
+"""The harness's and the runner's stage names: the only words of a failure a prompt carries
+besides a known exception class."""
+_FOLD = re.compile(r"\bfold (\d{1,2})\b")
+_EXCEPTION = re.compile(r"\b([A-Z][A-Za-z]{1,40}(?:Error|Exception|Exit|Interrupt))\b")
+KNOWN_EXCEPTIONS = frozenset(
+    name for name in dir(builtins) if isinstance(getattr(builtins, name), type)
+    and issubclass(getattr(builtins, name), BaseException)) | {
+    "NotFittedError", "LinAlgError", "UnicodeDecodeError", "ParserError", "EmptyDataError",
+    "SandboxFailed", "CoderFailed"}
+
+
+def verdict_words(record, columns: Collection[str]) -> str:
+    """The verifier's reason (the engine's own words); a failure's as ``error_words``."""
+    if record.failed:
+        return "failed: " + error_words(record.error or "")
+    return clean_message(record.verdict.reason, columns)
+
+
+def error_words(text: str) -> str:
+    """A failure as a prompt may carry it: the fold, the stage (``STAGES``) and the exception's
+    class when it is a known one, nothing else. The message itself is the candidate's to write:
+    it can hold its training rows' labels, cell values or instructions to the next role."""
+    text = str(text)
+    fold = _FOLD.search(text)
+    stage = next((s for s in STAGES if re.search(rf"\b{re.escape(s)}\b", text[:80])), "")
+    found = [m.group(1) for m in _EXCEPTION.finditer(text)]
+    known = next((name for name in found if name in KNOWN_EXCEPTIONS), None)
+    exception = known or ("an exception of the candidate's own" if found else "")
+    words = [f"fold {fold.group(1)}" if fold else "", stage]
+    head = " ".join(w for w in words if w)
+    return ": ".join(w for w in (head or "failed", exception) if w)
+
+
 def feature_summary(features: Sequence[str], columns: Collection[str]) -> dict:
     """What the critic learns of a candidate's features: how many, and which input columns
     their names mention (the host's own names, matched). Never the names themselves: a
@@ -130,11 +166,11 @@ def attempt_lines(history: Sequence, notes: dict[int, str],
     lines = []
     for a in history:
         entry = {"attempt": a.index, "hypothesis": a.params.get("hypothesis", a.candidate.trainer),
-                 "status": a.status, "verdict": clean_message(a.verdict.reason, columns)}
+                 "status": a.status, "verdict": verdict_words(a, columns)}
         if not a.failed and a.pruned is None:
             entry.update(cv_score=round(a.score, 4), cv_std=round(a.score_std, 4))
         if a.error:
-            entry["error"] = clean_message(a.error, columns, a.candidate.code or "")
+            entry["error"] = error_words(a.error)
         if a.index in notes:
             entry["critic"] = notes[a.index][:400]
         lines.append(entry)
@@ -184,7 +220,7 @@ def critic_messages(findings: list[dict], record, features: Sequence[str],
               ("Features the candidate's pipeline makes", feature_summary(features, columns)),
               ("Attempt", {"index": record.index, "status": record.status,
                            "cv_score": None if record.failed else round(record.score, 4),
-                           "verdict": clean_message(record.verdict.reason, columns)}))]
+                           "verdict": verdict_words(record, columns)}))]
 
 
 def submitter_messages(findings: list[dict], history: Sequence, notes: dict[int, str]
