@@ -322,3 +322,87 @@ def test_a_fresh_holdout_score_unlike_the_recorded_one_is_refused():
     assert "0.5604" in moved and "0.8543" in moved and "refused" in moved
     assert _score_moved(evidence, "roc_auc", 0.5604, "file new.csv") == ""  # other rows
     assert _score_moved({"holdout_rmse": "145.2"}, "rmse", 145.21, on_holdout) == ""
+
+
+@pytest.mark.slow
+def test_the_gate_recomputes_the_gap_and_ignores_an_edited_one(gate):
+    """An edited ``gap`` metric on the attempt run changes nothing: the gate's gap is the
+    recorded CV minus the holdout score it computes itself."""
+    client = gate["client"]
+    real = client.get_model_version(NAME, "2")
+    original = client.get_run(real.run_id).data.metrics["gap"]
+    client.set_registered_model_alias(NAME, "challenger", "2")
+    try:
+        client.log_metric(real.run_id, "gap", 5.0)
+        result = promote(gate, "--dry-run")
+        assert "+5.0000" not in result.output, result.output
+        assert "gap" not in result.output or "exceeds" not in result.output
+    finally:
+        client.log_metric(real.run_id, "gap", original)
+
+
+@pytest.mark.slow
+def test_a_swapped_champion_is_never_loaded(gate):
+    """The champion's files are checked by digest before it is loaded to compare: a swapped
+    pickle would run its code here, and a worse one would flip the decision."""
+    from pathlib import Path
+
+    client = gate["client"]
+    client.set_registered_model_alias(NAME, "champion", "1")
+    client.set_registered_model_alias(NAME, "challenger", "2")
+    champion = client.get_model_version(NAME, "1")
+    previous = mlflow.get_tracking_uri()
+    mlflow.set_tracking_uri(gate["uri"])
+    try:
+        folder = Path(mlflow.artifacts.download_artifacts(champion.source))
+        logged = client.get_logged_model(champion.source.rsplit("/", 1)[-1])
+    finally:
+        mlflow.set_tracking_uri(previous)
+    target = Path(logged.artifact_location.removeprefix("file://")) / "MLmodel"
+    kept = target.read_bytes()
+    assert folder.exists()
+    try:
+        target.write_bytes(kept + b"\n# swapped\n")
+        result = promote(gate, "--dry-run")
+        assert result.exit_code == 1, result.output
+        assert "the @champion (version 1) cannot be compared" in result.output
+        assert "nothing was loaded" in result.output
+    finally:
+        target.write_bytes(kept)
+
+
+@pytest.mark.slow
+def test_two_promotions_at_once_move_the_alias_once(gate):
+    import threading
+
+    from mlflow_agentic.tracking.registry.promotion import promote as gate_promote
+
+    client = gate["client"]
+    client.set_registered_model_alias(NAME, "champion", "1")
+    client.set_registered_model_alias(NAME, "challenger", "2")
+    outcomes: list = []
+    previous = mlflow.get_tracking_uri()
+    mlflow.set_tracking_uri(gate["uri"])
+    try:
+        threads = [threading.Thread(target=lambda: outcomes.append(gate_promote(NAME)))
+                   for _ in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        mlflow.set_tracking_uri(previous)
+    assert sorted(o.decision.promoted for o in outcomes) == [False, True]
+    refused = next(o for o in outcomes if not o.decision.promoted)
+    assert "already @champion" in " ".join(refused.decision.reasons)
+    assert alias(gate, "champion") == "2"
+
+
+def test_a_code_model_stays_code_whatever_its_trainer_tag_says(tmp_path):
+    from mlflow_agentic.tracking.registry.provenance import generated_code
+
+    client = mlflow.MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    run = client.create_run(client.create_experiment("x"))
+    client.log_param(run.info.run_id, "code_sha256", "ab12")
+    client.set_tag(run.info.run_id, "trainer", "linear")  # edited after the search
+    assert generated_code(client.get_run(run.info.run_id))

@@ -22,6 +22,7 @@ from mlflow_agentic.core.errors import UserInputError
 from mlflow_agentic.core.types import is_regression
 from mlflow_agentic.data.split import frame_digest
 from mlflow_agentic.scoring.external import ExternalEvaluation, evaluate_predictions
+from mlflow_agentic.scoring.holdout import gap_of
 from mlflow_agentic.scoring.paired import Outputs, paired_bootstrap
 from mlflow_agentic.scoring.promotion import DEFAULT_MAX_GAP, Decision, decide
 from mlflow_agentic.tracking.registry.provenance import provenance
@@ -59,14 +60,24 @@ def promote(model: str, *, from_alias: str = "challenger", to_alias: str = "cham
     """Move ``to_alias`` to the ``from_alias`` version only if its runs vouch for it and it
     beats the ``to_alias`` version on the same rows beyond the noise (a paired bootstrap:
     its pessimistic 5% bound must clear ``min_improvement``); record the decision either
-    way (``dry_run``: decide and change nothing)."""
+    way (``dry_run``: decide and change nothing). One promotion of a model at a time on a
+    local store (a lock beside it): a second one waits, then decides against the moved alias;
+    on a server the alias is checked again right before it is moved."""
+    with _promotion_lock(model):
+        return _promote(model, from_alias, to_alias, data, max_gap, min_improvement,
+                        accept_generated_code, dry_run)
+
+
+def _promote(model, from_alias, to_alias, data, max_gap, min_improvement,
+             accept_generated_code, dry_run) -> Promotion:
     client = mlflow.MlflowClient()
     challenger = _version_by_alias(client, model, from_alias, required=True)
     champion = _version_by_alias(client, model, to_alias, required=False)
     origin = provenance(client, challenger)
     tags = origin.evidence
     refusal = (_untrusted(origin, tags, accept_generated_code, challenger.version)
-               or _other_model(model, challenger, tags))
+               or _other_model(model, challenger, tags) or _champion_files(client, model,
+                                                                          champion))
     if refusal:  # nothing is loaded or scored for a version its runs do not vouch for
         outcome = Promotion(model, str(challenger.version),
                             None if champion is None else str(champion.version),
@@ -75,6 +86,24 @@ def promote(model: str, *, from_alias: str = "challenger", to_alias: str = "cham
         if not dry_run:
             _record(client, outcome, math.nan)
         return outcome
+    outcome, baseline = _decide(model, challenger, champion, tags, data, max_gap,
+                                min_improvement, to_alias)
+    if dry_run:
+        return outcome
+    _record(client, outcome, baseline)
+    if outcome.decision.promoted:
+        _still(client, model, to_alias, champion)
+        if tags.get(ev.GENERATED_CODE) == "true":
+            _record_acceptance(client, model, challenger.version)
+        client.set_registered_model_alias(model, to_alias, challenger.version)
+    return outcome
+
+
+def _decide(model, challenger, champion, tags: dict, data, max_gap, min_improvement,
+            to_alias) -> tuple[Promotion, float]:
+    """Score the challenger (and the champion) on the evaluation rows and decide; the gap is
+    the gate's own (the recorded CV minus the holdout score it just computed), never the
+    recorded one, which a tag or metric edit could change."""
     frame_source, dataset = _evaluation_data(tags, data)
     task = tags.get(ev.TASK) or dataset.task
     model_type = "regressor" if is_regression(task) else "classifier"
@@ -82,6 +111,9 @@ def promote(model: str, *, from_alias: str = "challenger", to_alias: str = "cham
     on_holdout = frame_source.startswith("holdout of")
     mine = _score(model, challenger, dataset, model_type, metric, on_holdout)
     metric = mine.evaluation.metric
+    if on_holdout and ev.cv(metric) in tags and math.isfinite(mine.evaluation.score):
+        gap = gap_of(metric, float(tags[ev.cv(metric)]), mine.evaluation.score)[0]
+        tags = {**tags, ev.GAP: f"{gap:.4f}"}
     moved = _score_moved(tags, metric, mine.evaluation.score, frame_source)
     if moved:
         decision = Decision(False, [moved], metric, mine.evaluation.score)
@@ -104,14 +136,51 @@ def promote(model: str, *, from_alias: str = "challenger", to_alias: str = "cham
     outcome = Promotion(model, str(challenger.version),
                         None if champion is None else str(champion.version), decision,
                         frame_source, frame_digest(dataset.frame), dataset.n_rows, to_alias)
-    if dry_run:
-        return outcome
-    _record(client, outcome, mine.evaluation.baseline)
-    if decision.promoted:
-        if tags.get(ev.GENERATED_CODE) == "true":
-            _record_acceptance(client, model, challenger.version)
-        client.set_registered_model_alias(model, to_alias, challenger.version)
-    return outcome
+    return outcome, mine.evaluation.baseline
+
+
+def _champion_files(client, model: str, champion) -> list[str]:
+    """Why the champion may not be loaded ([] when it may): its files are not the model its
+    search logged (a swapped pickle would run its code here, and a worse one flip the
+    decision)."""
+    if champion is None:
+        return []
+    problems = _other_model(model, champion, provenance(client, champion).evidence)
+    return [f"the @champion (version {champion.version}) cannot be compared: {p}; nothing "
+            "was loaded" for p in problems]
+
+
+def _still(client, model: str, alias: str, champion) -> None:
+    """Refuse to move ``alias`` when another promotion moved it since this one read it."""
+    now = _version_by_alias(client, model, alias, required=False)
+    before = None if champion is None else champion.version
+    if (None if now is None else now.version) != before:
+        moved = now.version if now is not None else "-"
+        raise UserInputError(f"@{alias} of {model!r} moved to version {moved} while this "
+                             f"promotion decided against version {before or '-'}: run promote "
+                             "again")
+
+
+@contextlib.contextmanager
+def _promotion_lock(model: str):
+    """An exclusive lock per model beside a local sqlite store (others: no lock; ``_still``)."""
+    uri = mlflow.get_tracking_uri()
+    if not uri.startswith("sqlite:///"):
+        yield
+        return
+    import fcntl
+    import hashlib
+    from pathlib import Path
+
+    store = Path(uri.removeprefix("sqlite:///"))
+    name = hashlib.sha256(model.encode()).hexdigest()[:16]
+    path = store.with_name(f"{store.name}.promote-{name}.lock")
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _unlike(tags: dict, champion, data: str) -> str:

@@ -68,6 +68,12 @@ def provenance(client, version) -> Provenance:
     return Provenance(evidence, problems, parent.info.run_id)
 
 
+def generated_code(attempt) -> bool:
+    """Whether the attempt's model is LLM-written code: its ``code_sha256`` param (params
+    cannot be changed once logged; a tag can, so ``trainer=linear`` alone proves nothing)."""
+    return "code_sha256" in attempt.data.params or attempt.data.tags.get("trainer") == "code"
+
+
 def _evidence(attempt, search) -> dict[str, str]:
     """The gate's evidence names, filled from the attempt run and its search run."""
     metric = search.data.tags.get("metric", "")
@@ -77,7 +83,7 @@ def _evidence(attempt, search) -> dict[str, str]:
                 ev.SEARCH_RUN_ID: search.info.run_id, ev.RUN_ID: attempt.info.run_id,
                 ev.TARGET: search.data.tags.get("target", ""),
                 ev.TASK: search.data.tags.get("task", ""),
-                ev.GENERATED_CODE: str(attempt.data.tags.get("trainer") == "code").lower()}
+                ev.GENERATED_CODE: str(generated_code(attempt)).lower()}
     for key in (ev.cv(metric), ev.holdout(metric), ev.GAP):
         if key in values:
             evidence[key] = f"{values[key]:.4f}"
