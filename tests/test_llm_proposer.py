@@ -137,6 +137,23 @@ def test_a_slow_answer_beyond_the_timeout(churn_small, server):
     assert len(run.attempts) == 2 and "APITimeoutError" in run.stop_reason
 
 
+def test_a_trickling_answer_is_cut_at_the_timeout_in_all_not_per_read(server):
+    """A server that sends a byte every 2 s never trips a per-read timeout; each attempt is cut
+    at ``timeout`` seconds in all, and the search's deadline cuts the retries."""
+    import time
+
+    from mlflow_agentic.llm.client import LLMClient, LLMConfig, LLMUnavailable
+
+    server.script = [("trickle", 30)] * 3
+    client = LLMClient(LLMConfig("scripted", server.base_url, "k", timeout=3, max_attempts=3,
+                                 backoff=0.01))
+    started = time.monotonic()
+    with pytest.raises(LLMUnavailable, match="time budget ran out"):
+        client.complete_json([{"role": "user", "content": "hi"}], {"type": "object"},
+                             deadline=time.perf_counter() + 4)
+    assert time.monotonic() - started < 8
+
+
 def test_server_rejecting_json_schema_falls_back_to_json_object(churn_small, server):
     server.rejects_json_schema = True
     run, proposer = search(churn_small, server, [good(), good("linear", C=2.0)],

@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import os
 import time
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +20,10 @@ MODES = ("json_schema", "json_object", "text")
 
 class LLMUnavailable(Exception):
     """The endpoint kept failing (transiently) past the retry budget."""
+
+
+class CallTimedOut(Exception):
+    """One attempt got no whole answer in its time (a server that trickles, or stalls)."""
 
 
 class LLMOutputError(Exception):
@@ -103,8 +109,11 @@ class LLMClient:
                                   timeout=self.config.timeout, max_retries=0)
         return self._client
 
-    def complete_json(self, messages: list[dict], schema: dict, name: str = "proposal"
-                      ) -> LLMReply:
+    def complete_json(self, messages: list[dict], schema: dict, name: str = "proposal",
+                      deadline: float | None = None) -> LLMReply:
+        """One JSON answer. Each attempt may take ``config.timeout`` seconds in all (not per
+        read: a server that trickles a byte every 2 s is cut there), and every attempt ends by
+        ``deadline`` (a ``time.perf_counter()`` value: the search's time budget)."""
         import openai
 
         errors: list[str] = []
@@ -113,10 +122,7 @@ class LLMClient:
         while True:
             attempt += 1
             try:
-                response = self.client.chat.completions.create(
-                    model=self.config.model, messages=messages, temperature=0.2,
-                    max_tokens=self.config.max_tokens, **self._format(schema, name),
-                    **self._seed())
+                response = self._create(messages, schema, name, deadline)
             except openai.APIStatusError as exc:
                 errors.append(f"{self.mode}: HTTP {exc.status_code}")
                 if self._downgrade(exc):
@@ -126,6 +132,8 @@ class LLMClient:
                     raise LLMUnavailable(f"HTTP {exc.status_code}: {exc}") from exc
             except (openai.APITimeoutError, openai.APIConnectionError) as exc:
                 errors.append(f"{type(exc).__name__}")
+            except CallTimedOut as exc:
+                errors.append(f"APITimeoutError ({exc})")
             else:
                 text = response.choices[0].message.content or ""
                 usage = response.usage
@@ -138,9 +146,34 @@ class LLMClient:
                 except LLMOutputError as exc:
                     raise LLMOutputError(str(exc), reply) from None
                 return reply
+            pause = self.config.backoff * 2 ** (attempt - 1)
             if attempt >= self.config.max_attempts:
                 raise LLMUnavailable(f"gave up after {attempt} attempts: {'; '.join(errors)}")
-            time.sleep(self.config.backoff * 2 ** (attempt - 1))
+            if deadline is not None and time.perf_counter() + pause >= deadline:
+                raise LLMUnavailable(f"the time budget ran out after {attempt} attempt(s): "
+                                     f"{'; '.join(errors)}")
+            time.sleep(pause)
+
+    def _create(self, messages: list[dict], schema: dict, name: str, deadline: float | None):
+        """The SDK call in a thread, waited for ``config.timeout`` at most (cut at
+        ``deadline``); past that the connection is closed under it and the attempt counts as
+        timed out."""
+        wait = self.config.timeout
+        if deadline is not None:
+            wait = max(0.0, min(wait, deadline - time.perf_counter()))
+        client = self.client
+        pool = ThreadPoolExecutor(1)
+        call = pool.submit(client.chat.completions.create, model=self.config.model,
+                           messages=messages, temperature=0.2,
+                           max_tokens=self.config.max_tokens, **self._format(schema, name),
+                           **self._seed())
+        pool.shutdown(wait=False)
+        try:
+            return call.result(timeout=wait)
+        except FutureTimeout:
+            self._client = None  # a fresh connection next time
+            client.close()  # the stuck read ends with the connection
+            raise CallTimedOut(f"no whole answer within {wait:.1f}s") from None
 
     def check_reachable(self) -> None:
         """Fail fast (before a long comparison) when the endpoint does not answer at all."""
@@ -179,3 +212,4 @@ def _is_json(text: str) -> bool:
         return isinstance(json.loads(text), dict)
     except json.JSONDecodeError:
         return False
+

@@ -40,10 +40,11 @@ class ReplayClient:
         self.config = then.config if then is not None else LLMConfig(
             model=first.get("model", "replay"), base_url="replay")
 
-    def complete_json(self, messages, schema, name: str = "proposal") -> LLMReply:
+    def complete_json(self, messages, schema, name: str = "proposal",
+                      deadline: float | None = None) -> LLMReply:
         if self.position >= len(self.exchanges):
             if self.then is not None:
-                return self.then.complete_json(messages, schema, name)
+                return self.then.complete_json(messages, schema, name, deadline=deadline)
             raise LLMUnavailable("replay: no more recorded exchanges")
         rec = self.exchanges[self.position]
         self.position += 1

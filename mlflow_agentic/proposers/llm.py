@@ -56,13 +56,15 @@ class Exchange:
     """Who asked: ``propose`` (the LLM proposer), or a code-mode role (planner, coder, critic,
     submitter). The trace is named ``llm.<role>``."""
 
-    def ask(self, client, schema: dict, prices, name: str = "proposal"):
+    def ask(self, client, schema: dict, prices, name: str = "proposal",
+            deadline: float | None = None):
         """Send ``messages`` to ``client`` and keep what came back (text, tokens, tries, cost).
         The reply, or None when the endpoint failed (``error`` starts with ``unavailable``); an
-        unreadable answer is kept with ``error`` saying so."""
+        unreadable answer is kept with ``error`` saying so. ``deadline``: the search's time
+        budget (a ``time.perf_counter()`` value), which no call outlasts."""
         reply = None
         try:
-            reply = client.complete_json(self.messages, schema, name)
+            reply = client.complete_json(self.messages, schema, name, deadline=deadline)
         except LLMUnavailable as exc:
             self.error = f"unavailable: {exc}"
         except LLMOutputError as exc:
@@ -182,7 +184,8 @@ class LLMProposer(CandidateProposer):
         model = self.llm.config.model or ""
         exchange = Exchange(messages, model=model, started_ns=time.time_ns())
         self.exchanges.append(exchange)
-        reply = exchange.ask(self.llm, proposal_schema(list(trainers)), self.prices)
+        reply = exchange.ask(self.llm, proposal_schema(list(trainers)), self.prices,
+                             deadline=getattr(self.context, "deadline", None))
         error = exchange.error or ""
         if reply is None and error.startswith("unavailable"):
             self.stop_reason = StopReason(StopKind.ENDPOINT, (

@@ -4,7 +4,8 @@ Each request pops the next step of the script: ("answer", dict | str), ("status"
 ("slow", seconds, answer), ("reject_schema",) -> HTTP 500 when asked for json_schema (then the
 step is kept for the next request), ("die",) -> the connection dropped unanswered and the server
 gone (as a llama.cpp server that traps on an instruction its CPU lacks: ``/v1/models`` had
-answered). When the script is empty, ``responder(body)`` (if given)
+answered), ("trickle", seconds) -> headers, then a byte every 2 s (never a whole answer).
+When the script is empty, ``responder(body)`` (if given)
 makes the step, else HTTP 500. Every request body is recorded. GET /v1/models lists one model.
 """
 
@@ -48,6 +49,20 @@ class ScriptedOpenAI:
                 else:
                     step = ("status", 500)
                 kind = step[0]
+                if kind == "trickle":  # headers, then a byte every 2 s, for ``step[1]`` s
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", "100000")
+                    self.end_headers()
+                    ends = time.monotonic() + step[1]
+                    try:
+                        while time.monotonic() < ends:
+                            self.wfile.write(b" ")
+                            self.wfile.flush()
+                            time.sleep(2)
+                    except OSError:  # the client hung up: what it should do
+                        pass
+                    return None
                 if kind == "die":
                     self.close_connection = True
                     threading.Thread(target=server.close, daemon=True).start()

@@ -252,7 +252,8 @@ class CodeProposer(CodeModeProposer):
         exchange = Exchange(messages, model=model, started_ns=time.time_ns(), role=role)
         self.exchanges.append(exchange)
         answer = None
-        reply = exchange.ask(client, roles.schema(shape), self.prices, name=role)
+        reply = exchange.ask(client, roles.schema(shape), self.prices, name=role,
+                             deadline=getattr(self.context, "deadline", None))
         if reply is not None and exchange.error is None:
             answer = exchange.validated(shape, reply.data)
         exchange.ended_ns = time.time_ns()

@@ -33,6 +33,10 @@ IMPORTANCE_MIN_ROWS = 200
 IMPORTANCE_CELLS = 60_000
 """At most ``IMPORTANCE_ROWS`` holdout rows (a seeded sample), and at most this many rows in
 the stacked shuffled copies (rows x columns x repeats), for permutation importance."""
+IMPORTANCE_MAX_CELLS = 30_000_000
+"""At most this many cells (rows x columns) predicted for permutation importance, whatever the
+time budget: its copies grow with the columns squared (10,000 columns x 50 rows ran 845 s to
+4.6 GB); a wider table's importance is skipped, and the tag says so."""
 IMPORTANCE_SHOWN = 15
 EVALUATE_SECONDS = 2.5
 """MLflow's evaluator on 2 cores, besides its predictions: plots and metrics (measured ~2 s)."""
@@ -92,7 +96,15 @@ def log_diagnostics(rec, model, train, holdout, metric: str, model_id: str | Non
     estimates = {"evaluate": EVALUATE_SECONDS + 2 * predict,
                  "importance": predict * importance_rows(hd, train) / max(hd.n_rows, 1)}
 
+    cells = importance_rows(hd, train) * max(len(_features(hd, train)), 1)
+
     def fits(name: str) -> bool:
+        if name == "importance" and cells > IMPORTANCE_MAX_CELLS:
+            tags["diagnostics.importance"] = (
+                f"skipped: {cells:,} cells to predict ({len(_features(hd, train)):,} columns, "
+                f"each shuffled {IMPORTANCE_REPEATS} times), more than "
+                f"{IMPORTANCE_MAX_CELLS:,}")
+            return False
         if deadline is None or time.perf_counter() + estimates[name] <= deadline:
             return True
         tags[f"diagnostics.{name}"] = (f"skipped: about {estimates[name]:.0f}s, more than "
