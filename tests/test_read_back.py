@@ -78,3 +78,21 @@ def test_predictions_are_checked_by_their_header_first():
         _predictions(pickled, job())
     with pytest.raises(ValueError, match="NaN"):
         _predictions(saved(np.full((3, 2), np.nan)), job())
+
+
+def test_a_selected_model_without_a_holdout_score_is_not_registered():
+    """A code candidate whose scoring container dodged the holdout (a lying ``pred.npy``): no
+    holdout score, no evidence, no registration (it was registered as @challenger before)."""
+    import math
+    from types import SimpleNamespace
+
+    from mlflow_agentic.tracking.results.result import _unscored
+
+    def report(holdout, error=None):
+        return SimpleNamespace(selected=SimpleNamespace(holdout=holdout, error=error))
+
+    assert _unscored(report(0.84)) == ""
+    assert "no holdout score (the score is nan)" in _unscored(report(math.nan))
+    dodged = _unscored(report(math.nan, "ValueError: predictions of shape (1000000000000, 2)"))
+    assert dodged.startswith("the selected model has no holdout score (ValueError")
+    assert _unscored(SimpleNamespace(selected=None)) == ""

@@ -329,6 +329,21 @@ def _write_llm_exchanges(rec) -> None:
         rec.client.log_artifact(rec.parent_run_id, str(path))
 
 
+def _unscored(report) -> str:
+    """Why the selected model may not be registered for want of a holdout score ('' when it
+    has one): a model whose sealed-holdout predictions failed (a code candidate that dodged
+    its scoring container) has no evidence."""
+    import math
+
+    selected = report.selected
+    if selected is None:
+        return ""
+    if selected.error is not None or not math.isfinite(selected.holdout):
+        why = selected.error or f"the score is {selected.holdout}"
+        return f"the selected model has no holdout score ({why[:200]}), so no evidence"
+    return ""
+
+
 def _record_model(rec, run: EngineeringRun, report, holdout, note: list[str], tags: dict, *,
                   policy: str, register_name, alias: str, log_model: bool, deadline,
                   diagnostics: bool, selected_id) -> Registration:
@@ -350,13 +365,16 @@ def _record_model(rec, run: EngineeringRun, report, holdout, note: list[str], ta
         else:
             outcome = _log_on_selected(rec, run, report, holdout if diagnostics else None,
                                        deadline)
-        standing = (_no_better(rec, run, holdout, report, register_name, alias)
-                    if policy == "better" and earlier is None and report is not None else "")
+        standing = (_unscored(report) if register and report is not None else "") or (
+            _no_better(rec, run, holdout, report, register_name, alias)
+            if policy == "better" and earlier is None and report is not None else "")
         if standing:
             outcome.alias_note = standing
             note.append(f"Not registered: {standing}.")
             tags.update({"registered_model": _name(rec, register_name),
-                         "registered_version": "none (within noise of the registered one)"})
+                         "registered_version": "none (no holdout score)"
+                         if standing.startswith("the selected model has no holdout")
+                         else "none (within noise of the registered one)"})
         elif register and report is not None:
             outcome = _register(rec, run, best, report, outcome, register_name, alias,
                                 earlier)
