@@ -42,18 +42,15 @@ SELECTION_RECORD_SECONDS = 0.1
 
 FULL_REFIT_MARGIN = 1.1
 """How much longer than the first refit, beyond its share of more rows, the refit on all rows
-(``refit_full``) may take. Measured with a core busy, 20 s searches: 0.8-1.13x the first
-refit's time per row. The loop keeps it back and the front door checks it with the same
-share (``full_refit_share``): when they disagreed (1.3x kept back, 1.375x checked) the time
-kept back went unused."""
+(``refit_full``) may take (docs/performance.md has the measurements). The loop keeps it back
+and the front door checks it with the same share (``full_refit_share``): two shares would
+leave the time kept back unused."""
 WORKER_START_SECONDS = 2.0
 """Fresh workers importing the scientific stack under load: what restarting the workers a spent
 budget killed mid-fold costs before the refit can use them."""
 ALONE_SHARE = 0.7
 """A refit against its estimate from the search's fold fits: those shared the cores with this
-process's scoring and recording, a refit does not. Measured on 60 s searches: one after another
-in this process 0.56-0.71 of the estimates' sum (Ames 2.5 s of 4.4 s, Hotel rates 8.3 s of
-11.7 s), on two restarted workers 0.74 of their schedule's (Hotel rates 4.7 s of 6.4 s)."""
+process's scoring and recording, a refit does not (docs/performance.md: "Budgets held")."""
 
 
 def full_refit_share(train_rows: int, holdout_rows: int) -> float:
@@ -122,8 +119,8 @@ class LoopBudget:
                         fold_preprocess_seconds: float, model_mb: float | None = None) -> None:
         """What the final refit may cost: the best attempt's (one fold's fit on k/(k-1) the
         rows, plus one fold's preprocessing in the attempt's style, which the folds had
-        ready-made: a refit does its own, seconds on a big file; its own style's only, as
-        counting every style's kept back twice the refit on CPS1988), or, when an ensemble
+        ready-made: a refit does its own, seconds on a big file; its own style's only, not every
+        style's), or, when an ensemble
         step follows, its likely members' (``ENSEMBLE_MEMBERS`` attempts, each trainer's best
         first, as the ensemble's candidates are taken; refit side by side on the workers). With
         ``model_mb`` (one fold model's size), the model's way back and its logging too: a
@@ -146,7 +143,7 @@ class LoopBudget:
     def note_selection(self, seconds: float) -> None:
         """The ensemble step's selection (greedy weights on every row and nested on each
         fold) took ``seconds`` on the attempts so far: kept back for it, with its record,
-        instead of the fixed second (0.2-0.6 s measured on 20 s searches)."""
+        instead of the fixed second."""
         self.selection_seconds = seconds + SELECTION_RECORD_SECONDS
 
     def refit_seconds(self, indices: Sequence[int]) -> float:
@@ -196,10 +193,9 @@ class LoopBudget:
     def refit_full_by(self) -> float | None:
         """When the refit on all rows must end (a ``time.perf_counter()`` value; None without
         a time budget): the end of the loop's share, which kept it back, with the first
-        refit's tolerance. A second's overrun beats serving a model that never saw a fifth of
-        the rows (Yogurt at 60 s: test ROC AUC 0.931 served on the training rows, 0.969 on
-        all). The recording after it has its own reserve: ending by the registry's instead (as
-        before) let the refit on all rows take up to a second of the recording's time."""
+        refit's tolerance: a second's overrun beats serving a model that never saw a fifth of
+        the rows. The recording after it has its own reserve, which this deadline leaves
+        alone."""
         if self.seconds is None:
             return None
         return self.started + self.seconds + self.tolerance_seconds

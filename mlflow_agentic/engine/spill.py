@@ -21,8 +21,8 @@ from mlflow_agentic.core.processes import process_alive
 
 SPILL_BYTES = 32 * 2**20
 """From this size a fold's matrices go to ``.npy`` files that the workers memory-map, instead of
-being pickled through a pipe for every task (on 8,190 x 1,503 columns the pipes took twice the
-preprocessing's own time: 18 s of 9, and again for every fold fit). The pages are the
+being pickled through a pipe for every task (on a wide table the pipes cost more than the
+preprocessing itself, and again for every fold fit). The pages are the
 operating system's file cache, shared by all the workers and the main process."""
 SPILL_PREFIX = "mlflow-agentic-folds-"
 

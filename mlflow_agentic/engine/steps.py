@@ -97,8 +97,8 @@ def candidates(loop: AgenticAutoML, history: list[AttemptRecord]) -> list[Attemp
 class StandingEnsemble:
     """The attempts the ensemble step would serve from the attempts so far: its members when
     the ensemble it chooses (the same greedy selection, nested-scored) beats the best single
-    attempt by the loop's own test (``beats_choosing``), else that attempt alone (an ensemble
-    kept back for but not chosen had left 4.3 s of a 20 s search unused). Recomputed only when
+    attempt by the loop's own test (``beats_choosing``), else that attempt alone (time kept
+    back for an ensemble that is not chosen goes unused). Recomputed only when
     the best ``MAX_MEMBERS`` candidates change, so the loop may ask after every batch."""
 
     def __init__(self, step: EnsembleStep, loop: AgenticAutoML, ctx: SearchContext,

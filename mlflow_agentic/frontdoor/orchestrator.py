@@ -25,18 +25,15 @@ from mlflow_agentic.verify import DeterministicVerifier
 FINISH_SECONDS = 1.0
 FINISH_SHARE = 0.03
 """Kept back from a time budget for what follows the loop (model logging, the evaluator on the
-holdout, the registry gate, plots): 1 s + 3%, measured on 2 cores with a core busy (the
-recording took 1.4-2.2 s of 20 s searches once the exit skipped the interpreter's teardown;
-docs/performance.md). A model over 30 MB is the loop's to
-plan for (``engine.budget.LOG_SECONDS_PER_MB``); diagnostics that would not fit are skipped
-and say so."""
+holdout, the registry gate, plots): 1 s + 3% (docs/performance.md has the measurements). A
+model over 30 MB is the loop's to plan for (``engine.budget.LOG_SECONDS_PER_MB``); diagnostics
+that would not fit are skipped and say so."""
 FINISH_PER_ROW = 1.5e-5
 """And per row of the file beyond ``FINISH_FREE_ROWS``: the holdout rows logged and scored,
 the data profile (21 s at 1.4M rows)."""
 FINISH_FREE_ROWS = 50_000
-"""Rows the fixed reserve already covers: with a core busy the recording of 20 s searches took
-1.55-1.95 s from 1.9k to 49k rows, no more on the larger files, while the per-row term had kept
-back up to 0.74 s more (CPS SW8, 49k rows, ended at 18.2 s of 20)."""
+"""Rows the fixed reserve already covers: the recording's time is flat up to about this many
+rows (docs/performance.md)."""
 FINISH_PER_COLUMN = 0.004
 """And per column: the model's signature and input example, the data profile, the holdout
 rows."""

@@ -160,5 +160,5 @@ def _weighted_error(power: int):
 
 _WEIGHTED = {"roc_auc": _weighted_auc, "rmse": _weighted_error(2), "mae": _weighted_error(1)}
 """Metrics computed for a whole block of resamples at once (row counts as weights): the same
-values as scoring each resample's rows, in a fraction of the time (a gate on 2,000 holdout rows
-took 5 s of a 20 s budget)."""
+values as scoring each resample's rows, in a fraction of the time (a thousand resamples scored
+one by one take seconds of a short budget)."""

@@ -35,8 +35,8 @@ IMPORTANCE_CELLS = 60_000
 the stacked shuffled copies (rows x columns x repeats), for permutation importance."""
 IMPORTANCE_MAX_CELLS = 30_000_000
 """At most this many cells (rows x columns) predicted for permutation importance, whatever the
-time budget: its copies grow with the columns squared (10,000 columns x 50 rows ran 845 s to
-4.6 GB); a wider table's importance is skipped, and the tag says so."""
+time budget: its copies grow with the columns squared (ten thousand columns would take minutes
+and gigabytes); a wider table's importance is skipped, and the tag says so."""
 IMPORTANCE_SHOWN = 15
 EVALUATE_SECONDS = 2.5
 """MLflow's evaluator on 2 cores, besides its predictions: plots and metrics (measured ~2 s)."""
