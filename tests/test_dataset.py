@@ -105,3 +105,28 @@ def test_label_variants_are_refused_or_merged_when_asked():
     assert merged.task == "binary" and sorted(merged.y.unique()) == ["No", "Yes"]
     assert "merged target labels that differ only in case or spaces: 'yes ' -> 'Yes'" in \
         merged.notes
+
+
+def test_dates_written_day_first_are_read_day_first_every_one():
+    """500 dates, most written 13/04/2021 and a fifth as 2021-04-13: pandas' mixed parsing
+    read 04/03/2021 month first beside 13/04/2021 day first (158 wrong days here); the column
+    is read in one order, and a column in both orders is text, said in a note."""
+    import numpy as np
+
+    from mlflow_agentic.trainers.transforms import to_datetime_features
+
+    rng = np.random.default_rng(0)
+    days = pd.to_datetime("2020-01-01") + pd.to_timedelta(rng.integers(0, 700, 500), unit="D")
+    text = [d.strftime("%Y-%m-%d") if i % 5 == 0 else d.strftime("%d/%m/%Y")
+            for i, d in enumerate(days)]
+    frame = pd.DataFrame({"when": text, "x": rng.normal(size=500)})
+    frame["y"] = np.where(frame["x"] > 0, "a", "b")
+    info = Dataset.from_frame(frame, "y").columns["when"]
+    assert info.kind == "datetime" and info.dayfirst
+    read = to_datetime_features(frame[["when"]], dayfirst=["when"])["when__days"]
+    truth = (days - pd.Timestamp("1970-01-01")).days
+    assert (read.to_numpy() == truth.to_numpy()).all()
+    frame.loc[0, "when"] = "04/13/2021"  # and one month first: the order is unknowable
+    both = Dataset.from_frame(frame, "y")
+    assert both.columns["when"].kind == "categorical"
+    assert any("dates written both day first and month first" in n for n in both.notes)

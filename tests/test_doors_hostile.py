@@ -95,3 +95,22 @@ def test_sandbox_limits_a_container_could_never_have_are_refused(limits, words):
 
     with pytest.raises(UserInputError, match=words):
         Limits(**limits)
+
+
+def test_a_deleted_experiments_name_is_refused_with_how_to_restore_it(tmp_path, monkeypatch,
+                                                                      churn_frame):
+    import mlflow
+
+    monkeypatch.chdir(tmp_path)
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = mlflow.MlflowClient(uri)
+    gone = client.create_experiment("gone")
+    client.delete_experiment(gone)
+    data = tmp_path / "churn.csv"
+    churn_frame.head(100).to_csv(data, index=False)
+    result = cli("run", "--data", str(data), "--tracking-uri", uri, "--experiment", "gone",
+                 "--max-iterations", "1")
+    assert result.exit_code == 2, result.output
+    assert f"experiment 'gone' (id {gone}) is deleted" in result.output
+    assert f"mlflow experiments restore --experiment-id {gone}" in result.output
+    assert "Traceback" not in result.output

@@ -35,6 +35,8 @@ class ColumnInfo:
     n_unique: int
     numeric_text: bool = False
     reason: str = ""
+    dayfirst: bool = False
+    """A date column whose dates with the year last are written day first (13/04/2021)."""
 
     @property
     def is_feature(self) -> bool:
@@ -75,6 +77,28 @@ def _looks_datetime(series: pd.Series) -> bool:
     return float(parsed.notna().mean()) >= DATETIME_TEXT_MIN_SHARE
 
 
+_YEAR_LAST = re.compile(r"^\s*(\d{1,2})[-/.](\d{1,2})[-/.](\d{2,4})\b")
+TWO_ORDERS = "both"
+TWO_ORDERS_REASON = ("dates written both day first and month first (13/04/2021 and "
+                     "04/13/2021): read as text, not as dates")
+
+
+def date_order(series: pd.Series) -> str:
+    """How the column's dates with the year last order day and month: ``dayfirst`` when one
+    has a first number over 12, ``monthfirst`` when one has a second number over 12,
+    ``TWO_ORDERS`` when both occur (a date like 04/03/2021 is then unknowable), '' when no date
+    tells (read month first, as pandas does). Without this, pandas' mixed parsing reads
+    13/04/2021 day first and 04/03/2021 month first in the same column."""
+    found = blank_to_nan(series).dropna().astype(str).str.extract(_YEAR_LAST).dropna()
+    if found.empty:
+        return ""
+    first, second = found[0].astype(int), found[1].astype(int)
+    day_first, month_first = bool((first > 12).any()), bool((second > 12).any())
+    if day_first and month_first:
+        return TWO_ORDERS
+    return "dayfirst" if day_first else "monthfirst" if month_first else ""
+
+
 def _counts(series: pd.Series) -> tuple[float, int, pd.Series]:
     """``(missing_rate, n_unique, non_null)``: blanks in text count as missing."""
     missing = blank_to_nan(series).isna() if _is_text(series) else series.isna()
@@ -92,7 +116,7 @@ def recount(info: ColumnInfo, series: pd.Series,
     missing_rate, n_unique = counted if counted is not None else _counts(series)[:2]
     reason = (f"{n_unique} distinct value(s)" if info.kind == "constant" else info.reason)
     return ColumnInfo(info.name, info.kind, info.dtype, missing_rate, n_unique,
-                      info.numeric_text, reason)
+                      info.numeric_text, reason, info.dayfirst)
 
 
 def recount_frame(columns: dict[str, ColumnInfo], frame: pd.DataFrame) -> dict[str, ColumnInfo]:
@@ -139,7 +163,11 @@ def infer_column(name: str, series: pd.Series) -> ColumnInfo:
         return ColumnInfo(kind="numeric", numeric_text=True,
                           reason="numbers stored as text (blanks become missing)", **base)
     if _looks_datetime(series):
-        return ColumnInfo(kind="datetime", reason="text parses as dates", **base)
+        order = date_order(series)
+        if order == TWO_ORDERS:
+            return ColumnInfo(kind="categorical", reason=TWO_ORDERS_REASON, **base)
+        return ColumnInfo(kind="datetime", reason="text parses as dates" + (
+            " (day first)" if order == "dayfirst" else ""), dayfirst=order == "dayfirst", **base)
     if len(non_null) >= 20 and (unique_share >= 0.999 or (
             named_like_id and unique_share >= ID_MIN_UNIQUE_SHARE)):
         return ColumnInfo(kind="id", reason="text unique per row", **base)

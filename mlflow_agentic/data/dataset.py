@@ -19,6 +19,7 @@ import pandas as pd
 from mlflow_agentic.core.errors import UserInputError
 from mlflow_agentic.core.types import is_classification, is_regression
 from mlflow_agentic.data.columns import (
+    TWO_ORDERS_REASON,
     ColumnInfo,
     blank_to_nan,
     infer_column,
@@ -506,6 +507,9 @@ def _typed_columns(df: pd.DataFrame, target: str, notes: list[str]):
     columns = {c: infer_column(c, df[c]) for c in df.columns if c != target}
     infinite_cells: dict[str, np.ndarray] = {}
     for c, info in columns.items():
+        if info.reason == TWO_ORDERS_REASON:
+            notes.append(f"column {c!r}: {TWO_ORDERS_REASON}; write them as YYYY-MM-DD to "
+                         "use them as dates")
         if info.kind == "numeric":
             df[c] = (parse_numeric_text(df[c]) if info.numeric_text
                      else pd.to_numeric(df[c], errors="coerce")).astype(float)

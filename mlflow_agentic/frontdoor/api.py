@@ -32,7 +32,12 @@ from mlflow_agentic.proposers.factory import (
 )
 from mlflow_agentic.tracking.live import tracker_for
 from mlflow_agentic.tracking.resume import LAST, last_unfinished
-from mlflow_agentic.tracking.store import check_names, check_project_run, check_store
+from mlflow_agentic.tracking.store import (
+    check_experiment_live,
+    check_names,
+    check_project_run,
+    check_store,
+)
 from mlflow_agentic.trainers import resolve_trainers
 
 
@@ -114,6 +119,7 @@ def _tracker(tracker: Tracker | None, tracking: TrackingOptions, dataset, resume
     continues, read back before anything is sealed or logged."""
     uri = check_store(tracking.tracking_uri)
     check_project_run(uri)
+    check_experiment_live(uri, tracking.experiment or f"{dataset.name}-agentic")
     if tracker is None:
         tracker = tracker_for(tracking, say)
     if resume == LAST:  # the latest unfinished search of this experiment on this file

@@ -107,7 +107,9 @@ def build_preprocessor(dataset, style: str = "ordinal") -> ColumnTransformer:
     cat = Pipeline([as_text, ("encode", encoder)])
     target_encoded = Pipeline([as_text, ("encode", target_encoder(dataset.task)),
                                *([("scale", StandardScaler())] if style == "scaled" else [])])
+    dayfirst = [c for c in dates if dataset.columns[c].dayfirst]
     date_steps = [("features", FunctionTransformer(tf.to_datetime_features,
+                                                   kw_args={"dayfirst": dayfirst},
                                                    feature_names_out=tf.datetime_feature_names))]
     date_steps += num_steps
 

@@ -89,17 +89,31 @@ def to_category_text(X):
     return pd.DataFrame(out, index=frame.index, columns=frame.columns)
 
 
-def to_datetime_features(X):
-    """Each date column -> (days since epoch, month, day of week)."""
+def to_datetime_features(X, dayfirst=()):
+    """Each date column -> (days since epoch, month, day of week); the columns named in
+    ``dayfirst`` read day first (13/04/2021), every date of a column in one order."""
     frame = pd.DataFrame(X)
     out = {}
     for col in frame.columns:
-        ts = pd.to_datetime(frame[col], errors="coerce", format="mixed")
+        ts = _dates(frame[col], col in dayfirst)
         days = (ts - pd.Timestamp("1970-01-01")).dt.total_seconds() / 86400.0
         out[f"{col}__days"] = days
         out[f"{col}__month"] = ts.dt.month.astype(float)
         out[f"{col}__dayofweek"] = ts.dt.day_of_week.astype(float)
     return pd.DataFrame(out, index=frame.index)
+
+
+def _dates(values: pd.Series, dayfirst: bool) -> pd.Series:
+    """``values`` as timestamps; with ``dayfirst`` the dates with the year last read day first,
+    and those with the year first (ISO, 2021-04-03) as they are (pandas would swap their day
+    and month too)."""
+    if not dayfirst:
+        return pd.to_datetime(values, errors="coerce", format="mixed")
+    year_first = values.astype(str).str.match(r"^\s*\d{4}[-/.]")
+    iso = pd.to_datetime(values.where(year_first), errors="coerce", format="mixed")
+    rest = pd.to_datetime(values.where(~year_first), errors="coerce", format="mixed",
+                          dayfirst=True)
+    return iso.where(year_first, rest)
 
 
 def datetime_feature_names(transformer, input_features):

@@ -21,6 +21,7 @@ _EXPORTS = {
     "TAG_MAX": "mlflow_agentic.tracking.store.journal",
     "TraceRefused": "mlflow_agentic.tracking.store.delivery",
     "TrackingUnavailable": "mlflow_agentic.tracking.store.retry",
+    "check_experiment_live": "mlflow_agentic.tracking.store.names",
     "check_names": "mlflow_agentic.tracking.store.names",
     "check_project_run": "mlflow_agentic.tracking.store.uri",
     "check_store": "mlflow_agentic.tracking.store.check",
@@ -49,6 +50,7 @@ __all__ = [
     "TAG_MAX",
     "TraceRefused",
     "TrackingUnavailable",
+    "check_experiment_live",
     "check_names",
     "check_project_run",
     "check_store",
@@ -86,7 +88,7 @@ if TYPE_CHECKING:
         find_journals,
         journal_dir,
     )
-    from mlflow_agentic.tracking.store.names import check_names
+    from mlflow_agentic.tracking.store.names import check_experiment_live, check_names
     from mlflow_agentic.tracking.store.retry import (
         AGAIN,
         Retrying,

@@ -31,3 +31,20 @@ def check_names(*, register_name: str | None, experiment: str | None, dataset_na
     if len(name) > MAX_EXPERIMENT_NAME:
         raise UserInputError(f"--experiment is {len(name)} characters; MLflow allows at most "
                              f"{MAX_EXPERIMENT_NAME}")
+
+
+def check_experiment_live(uri: str, name: str) -> None:
+    """Refuse an experiment name that belongs to a deleted experiment (MLflow would refuse to
+    make it active, after the search), saying how to restore it or which name to use."""
+    import mlflow
+    from mlflow.exceptions import MlflowException
+
+    try:
+        found = mlflow.MlflowClient(uri).get_experiment_by_name(name)
+    except MlflowException:
+        return  # the store answers for itself when the search starts
+    if found is not None and found.lifecycle_stage == "deleted":
+        raise UserInputError(
+            f"experiment {name!r} (id {found.experiment_id}) is deleted in {uri}: restore it "
+            f"(mlflow experiments restore --experiment-id {found.experiment_id}, with "
+            f"MLFLOW_TRACKING_URI={uri}) or give another --experiment")
