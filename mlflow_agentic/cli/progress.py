@@ -144,8 +144,8 @@ class RichProgress(SearchObserver):
 
     def on_search_end(self, run: EngineeringRun) -> None:
         self._stop()
-        table = Table(title=f"leaderboard ({run.stop_reason}; {run.wall_seconds:.0f}s)",
-                      show_lines=False)
+        table = Table(title=f"leaderboard: {attempt_counts(run)} ({plain_markup(run.stop_reason)}"
+                            f"; {run.wall_seconds:.0f}s)", show_lines=False)
         for col in ("#", "attempt", "trainer", f"cv {run.metric}", "status", "fit s"):
             table.add_column(col)
         for rank, a in enumerate(run.leaderboard()[:10], start=1):
@@ -193,3 +193,14 @@ class ArmProgress(SearchObserver):
 
     def _stop(self) -> None:
         self._progress = _stop_bar(self._progress)
+
+
+def attempt_counts(run: EngineeringRun) -> str:
+    """Where the attempts came from: the seed candidates every search starts with (the
+    portfolio, each trainer's defaults), the proposer's own (``--max-iterations`` counts only
+    these), the ensemble step's."""
+    phases = [a.phase for a in run.attempts]
+    parts = [f"{phases.count('seed')} seed candidates", f"{phases.count('reflect')} proposed"]
+    if "ensemble" in phases:
+        parts.append(f"{phases.count('ensemble')} from the ensemble step")
+    return ", ".join(parts)
