@@ -114,8 +114,8 @@ def score(args) -> None:
     from mlflow_agentic.core.metrics import resolve_metric
     from mlflow_agentic.data import Dataset
     from mlflow_agentic.data.split import seal_holdout
-    from mlflow_agentic.engine.cv import make_splits
-    from mlflow_agentic.engine.folds import model_output, score_output
+    from mlflow_agentic.engine.evaluate.cv import make_splits
+    from mlflow_agentic.engine.evaluate.folds import model_output, score_output
     from mlflow_agentic.trainers.registry import get_trainer
 
     work = Path(tempfile.mkdtemp(prefix="portfolio-"))

@@ -214,6 +214,40 @@ def test_every_import_arrow_points_down_the_layers():
     assert upward == []
 
 
+ROOMS = {"engine": ["evaluate", "workers", "after", "search"],
+         "tracking": ["store", "resume", "registry", "results", "live"]}
+"""The parts of a part, from the bottom up: a room imports only rooms below it."""
+
+
+def room_graph(part: str) -> dict[str, set[str]]:
+    """Which rooms of ``part`` each room imports (runtime imports, function-level ones too)."""
+    graph: dict[str, set[str]] = {}
+    prefix = f"mlflow_agentic.{part}."
+    for path in (PACKAGE / part).rglob("*.py"):
+        inside = path.relative_to(PACKAGE / part).parts
+        if len(inside) < 2:
+            continue
+        for module in runtime_imports(path):
+            if module.startswith(prefix):
+                room = module[len(prefix):].split(".")[0]
+                if room != inside[0] and (PACKAGE / part / room).is_dir():
+                    graph.setdefault(inside[0], set()).add(room)
+    return graph
+
+
+@pytest.mark.parametrize("part", sorted(ROOMS))
+def test_every_arrow_between_a_parts_rooms_points_down(part):
+    """One level deeper than the parts: engine's rooms (evaluate < workers < after < search)
+    and tracking's (store < resume < registry < results < live); no cycle at any level."""
+    order = {room: n for n, room in enumerate(ROOMS[part])}
+    rooms = {p.name for p in (PACKAGE / part).iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert rooms == set(order), "a room with no place in ROOMS: add it"
+    upward = [f"{part}/{source} -> {target}" for source, targets in
+              sorted(room_graph(part).items()) for target in sorted(targets)
+              if order[target] >= order[source]]
+    assert upward == []
+
+
 HOMES = {"mlflow": "tracking", "openai": "llm", "docker": "sandbox"}
 """The one folder that talks to each outside system (the MLflow plugins live in plugins/)."""
 

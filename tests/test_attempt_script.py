@@ -104,7 +104,7 @@ def test_a_crafted_file_name_cannot_run_as_code_in_the_script():
     import ast
 
     from mlflow_agentic.core.types import AttemptRecord, SolutionCandidate, Verdict
-    from mlflow_agentic.engine.script import attempt_script
+    from mlflow_agentic.engine.after.script import attempt_script
 
     name = 'x"""; __import__("os").system("touch pwned"); """.csv'
     record = AttemptRecord(SolutionCandidate("linear", {}), 0.8, Verdict(True, "ok", 0.8),

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from mlflow_agentic.core.errors import UserInputError
-from mlflow_agentic.engine.backends import shutdown_clusters
+from mlflow_agentic.engine.workers.backends import shutdown_clusters
 from mlflow_agentic.frontdoor.api import search
 
 pytestmark = pytest.mark.slow  # Dask and Ray clusters
@@ -43,7 +43,7 @@ def test_a_cluster_backend_gives_the_local_leaderboard(tmp_path, churn_small, lo
 
 
 def test_an_unknown_backend_or_scheduler_is_refused(tmp_path, churn_small, monkeypatch):
-    from mlflow_agentic.engine import backends
+    from mlflow_agentic.engine.workers import backends
 
     monkeypatch.setattr(backends, "DASK_CONNECT_SECONDS", 2)  # nothing listens on port 1
     with pytest.raises(UserInputError, match="backend 'spark': expected local, dask or ray"):

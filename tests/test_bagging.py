@@ -13,9 +13,9 @@ import pytest
 
 from mlflow_agentic import SequenceProposer, SolutionCandidate
 from mlflow_agentic.engine import AgenticAutoML
-from mlflow_agentic.engine.budget import LoopBudget
-from mlflow_agentic.engine.refit import bagged
-from mlflow_agentic.engine.selection import BAG_KEEP
+from mlflow_agentic.engine.after.refit import bagged
+from mlflow_agentic.engine.after.selection import BAG_KEEP
+from mlflow_agentic.engine.search.budget import LoopBudget
 from mlflow_agentic.trainers.transforms import WeightedEnsemble
 
 HGB = SolutionCandidate("hist_gradient_boosting", {"max_iter": 40})

@@ -8,7 +8,7 @@ import pytest
 
 from mlflow_agentic.core.settings import SearchSettings
 from mlflow_agentic.core.types import AttemptRecord, SolutionCandidate, Verdict
-from mlflow_agentic.engine.budget import (
+from mlflow_agentic.engine.search.budget import (
     ALONE_SHARE,
     ENSEMBLE_MEMBERS,
     WORKER_START_SECONDS,
@@ -91,7 +91,7 @@ def test_the_search_sizes_the_full_refit_from_its_holdout_rows(churn_small):
     import numpy as np
 
     from mlflow_agentic import SequenceProposer
-    from mlflow_agentic.engine.loop import AgenticAutoML
+    from mlflow_agentic.engine.search.loop import AgenticAutoML
 
     extra = churn_small.X.iloc[: churn_small.n_rows // 4]
     automl = AgenticAutoML(SequenceProposer([SolutionCandidate("linear", {})]), cv=3, n_jobs=1,
@@ -104,7 +104,7 @@ def test_the_search_sizes_the_full_refit_from_its_holdout_rows(churn_small):
 
 def test_a_cheaper_attempt_selected_for_the_budget_says_so_not_the_tie_rule():
     from mlflow_agentic.core.types import EngineeringRun
-    from mlflow_agentic.engine.selection import affordable
+    from mlflow_agentic.engine.after.selection import affordable
 
     slow, quick = attempt(0.95), attempt(0.80)
     history = [slow, quick]
@@ -119,7 +119,7 @@ def test_a_cheaper_attempt_selected_for_the_budget_says_so_not_the_tie_rule():
 
 
 def test_a_big_models_shipping_and_logging_are_kept_back_beyond_the_fixed_reserve():
-    from mlflow_agentic.engine.budget import (
+    from mlflow_agentic.engine.search.budget import (
         LOG_FREE_MB,
         LOG_SECONDS_PER_MB,
         REFIT_GROWTH,
@@ -143,7 +143,7 @@ def test_a_big_models_shipping_and_logging_are_kept_back_beyond_the_fixed_reserv
 def test_a_bag_too_big_to_log_in_time_is_not_served_a_cheaper_refit_is():
     import time
 
-    from mlflow_agentic.engine.selection import affordable
+    from mlflow_agentic.engine.after.selection import affordable
 
     b = budget(after_loop=False)
     forest, linear = attempt(0.95), attempt(0.80)
@@ -228,8 +228,8 @@ def test_in_the_last_stretch_the_refit_kept_back_is_the_standing_ensembles():
 def test_the_standing_ensemble_is_the_one_the_ensemble_step_chooses(churn_small):
     """What the budget keeps time back for is what the step after the loop then picks."""
     from mlflow_agentic.core.types import ENSEMBLE
-    from mlflow_agentic.engine.loop import AgenticAutoML
-    from mlflow_agentic.engine.steps import EnsembleStep
+    from mlflow_agentic.engine.search.loop import AgenticAutoML
+    from mlflow_agentic.engine.search.steps import EnsembleStep
     from mlflow_agentic.proposers.sequence import SequenceProposer
 
     candidates = [SolutionCandidate("hist_gradient_boosting", {"max_iter": 40}),
@@ -248,8 +248,8 @@ def test_the_standing_ensemble_is_the_one_the_ensemble_step_chooses(churn_small)
 
     # an ensemble that would not beat choosing the best single attempt is not kept back for:
     # that attempt alone is (a scripted selection scored just either side of the bar)
-    from mlflow_agentic.engine.ensemble import EnsembleChoice
-    from mlflow_agentic.engine.selection import nested_best
+    from mlflow_agentic.engine.after.ensemble import EnsembleChoice
+    from mlflow_agentic.engine.after.selection import nested_best
 
     class Scripted(EnsembleStep):
         def __init__(self, score: float) -> None:
@@ -271,7 +271,10 @@ def test_a_measured_selection_keeps_back_its_own_time_not_the_fixed_second():
     """Once the standing ensemble has timed the step's selection on the attempts so far, that
     (and its record) is kept back instead of ``AFTER_LOOP_RESERVE_SECONDS`` (0.2-0.6 s
     measured where 1 s was kept); a slow selection keeps back no more than the fixed second."""
-    from mlflow_agentic.engine.budget import AFTER_LOOP_RESERVE_SECONDS, SELECTION_RECORD_SECONDS
+    from mlflow_agentic.engine.search.budget import (
+        AFTER_LOOP_RESERVE_SECONDS,
+        SELECTION_RECORD_SECONDS,
+    )
 
     b = budget(after_loop=True)
     b.note_refit_cost(attempt(0.8), fit_seconds=3.0, n_folds=3, fold_preprocess_seconds=0.0)
@@ -288,9 +291,9 @@ def test_a_refit_that_ends_sooner_on_fresh_workers_restarts_them(churn_small):
     that ran side by side, the loop starts fresh workers (the ensemble is chosen while they
     import) and the refit runs on them; quick members stay in this process."""
     from mlflow_agentic import SequenceProposer
-    from mlflow_agentic.engine.loop import AgenticAutoML
-    from mlflow_agentic.engine.parallel import WorkerPool
-    from mlflow_agentic.engine.refit import restart_for_refit
+    from mlflow_agentic.engine.search.budget import restart_for_refit
+    from mlflow_agentic.engine.search.loop import AgenticAutoML
+    from mlflow_agentic.engine.workers.parallel import WorkerPool
 
     automl = AgenticAutoML(SequenceProposer([SolutionCandidate("linear", {})]), cv=3, n_jobs=2,
                            time_budget=60)
@@ -316,7 +319,7 @@ def test_a_budget_that_cuts_every_attempt_says_what_the_loop_spent_and_what_to_c
     """A budget too small for one attempt's folds (Grants at 20 s: 1,503 columns, the loop's
     share 4 s, its folds' preprocessing 6.5 s) leaves every attempt pruned unscored; the reason
     names the cut, the loop's seconds and the remedy, not only '8 pruned'."""
-    from mlflow_agentic.engine.loop import AgenticAutoML
+    from mlflow_agentic.engine.search.loop import AgenticAutoML
     from mlflow_agentic.proposers.sequence import SequenceProposer
 
     slow = [SolutionCandidate("random_forest", {"n_estimators": 3000})]

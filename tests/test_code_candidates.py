@@ -10,8 +10,8 @@ from sklearn.base import clone
 
 from mlflow_agentic.core.metrics import resolve_metric
 from mlflow_agentic.data import Dataset
-from mlflow_agentic.engine.code import evaluate_code
-from mlflow_agentic.engine.cv import make_splits
+from mlflow_agentic.engine.evaluate.code import evaluate_code
+from mlflow_agentic.engine.evaluate.cv import make_splits
 
 pytestmark = pytest.mark.slow  # the Docker sandbox
 

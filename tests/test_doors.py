@@ -104,7 +104,7 @@ def test_predict_names_a_missing_column_in_two_lines_and_warns_of_extra_ones(sea
     lines = missing.stderr.strip().splitlines()
     assert len(lines) <= 2, missing.stderr
     assert f"the rows of {data} lack 1 column(s) the model needs: tenure" in lines[0]
-    assert "the model takes " in lines[1] and "note" in lines[1]
+    assert "the model takes " in lines[1] and f"the rows of {data} have " in lines[1]
     extra = tmp_path / "extra.csv"
     churn_frame.head(5).assign(note="x").to_csv(extra, index=False)
     result = CliRunner().invoke(main, ["predict", NAME, "--data", str(extra),
@@ -153,7 +153,14 @@ def test_ui_serves_the_store_opens_the_search_in_model_training_and_stops_with_t
 
 
 def test_ui_with_no_search_in_the_store_says_what_to_run(tmp_path):
-    result = cli(f"sqlite:///{tmp_path / 'empty.db'}", "ui", "--no-browser")
+    import mlflow
+
+    store = f"sqlite:///{tmp_path / 'empty.db'}"
+    mlflow.MlflowClient(store).search_experiments()  # a store, with no search in it
+    result = cli(store, "ui", "--no-browser")
     assert result.exit_code == 2
     assert "no search run in the tracking store" in result.output
     assert "mlflow-agentic run --data FILE" in result.output
+    missing = cli(f"sqlite:///{tmp_path / 'nothing.db'}", "ui", "--no-browser")
+    assert missing.exit_code == 2 and "run a search first" in missing.output
+    assert not (tmp_path / "nothing.db").exists()

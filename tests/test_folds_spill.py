@@ -17,10 +17,10 @@ import numpy as np
 import pytest
 from sklearn.ensemble import HistGradientBoostingClassifier
 
-from mlflow_agentic.engine import folds as F
-from mlflow_agentic.engine import spill
-from mlflow_agentic.engine.cv import make_splits
-from mlflow_agentic.engine.parallel import WorkerPool
+from mlflow_agentic.engine.evaluate import folds as F
+from mlflow_agentic.engine.evaluate import spill
+from mlflow_agentic.engine.evaluate.cv import make_splits
+from mlflow_agentic.engine.workers.parallel import WorkerPool
 
 STYLES = ["native", "scaled"]
 

@@ -131,7 +131,7 @@ def test_the_cv_advice_is_a_value_that_works(tmp_path, frame):
 
 
 def test_a_class_with_one_training_row_is_not_told_to_lower_cv(frame):
-    from mlflow_agentic.engine.cv import make_splits
+    from mlflow_agentic.engine.evaluate.cv import make_splits
 
     df = frame.copy()
     df.loc[df.index[df.PaymentMethod == "Mailed check"][0], "PaymentMethod"] = "Cash"

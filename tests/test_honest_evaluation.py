@@ -52,7 +52,7 @@ def _closure(start: str) -> set[str]:
     return seen
 
 
-@pytest.mark.parametrize("start", ["mlflow_agentic.engine.loop", "mlflow_agentic.proposers",
+@pytest.mark.parametrize("start", ["mlflow_agentic.engine.search.loop", "mlflow_agentic.proposers",
                                    "mlflow_agentic.proposers.optuna",
                                    "mlflow_agentic.proposers.sequence",
                                    "mlflow_agentic.frontdoor.briefing"])

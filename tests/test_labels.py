@@ -13,7 +13,7 @@ from sklearn.linear_model import LogisticRegression
 
 from mlflow_agentic.core.labels import labels_of
 from mlflow_agentic.core.metrics import resolve_metric
-from mlflow_agentic.engine.folds import score_output
+from mlflow_agentic.engine.evaluate.folds import score_output
 from mlflow_agentic.trainers.transforms import WeightedEnsemble
 
 

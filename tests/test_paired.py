@@ -54,7 +54,7 @@ def test_a_clearly_better_model_is_beyond_the_noise_and_an_equal_one_is_not():
 
 def test_the_ensembles_one_vs_rest_auc_is_scikit_learns():
     from mlflow_agentic.core.metrics import METRICS
-    from mlflow_agentic.engine.ensemble import utility_of
+    from mlflow_agentic.engine.after.ensemble import utility_of
 
     rng = np.random.default_rng(4)
     classes = ("a", "b", "c", "d")

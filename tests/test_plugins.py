@@ -69,8 +69,8 @@ def test_agentic_evaluator_reports_leakage_and_quarantines(tracking_uri):
 
 def test_run_context_tags_our_runs_and_nothing_else(tracking_uri):
     from mlflow_agentic.core.version import __version__
-    from mlflow_agentic.tracking.live import begin as begin_context
-    from mlflow_agentic.tracking.live import end as end_context
+    from mlflow_agentic.tracking.store import begin as begin_context
+    from mlflow_agentic.tracking.store import end as end_context
 
     mlflow.set_experiment("plain-runs")
     with mlflow.start_run() as plain:

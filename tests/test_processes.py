@@ -132,7 +132,7 @@ def test_int_then_term_to_the_process_group_leaves_a_resumable_search(tmp_path, 
 
 HALF_SENT = '''
 import os, struct, sys, time
-from mlflow_agentic.engine.parallel import WorkerPool
+from mlflow_agentic.engine.workers.parallel import WorkerPool
 
 def half_a_result(marker):
     """In a worker: start sending a 1 MB result to the parent, send 10 bytes of it, hang."""

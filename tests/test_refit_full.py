@@ -15,7 +15,7 @@ import pytest
 from mlflow_agentic.core import evidence as ev
 from mlflow_agentic.data import Dataset
 from mlflow_agentic.data.split import Holdout
-from mlflow_agentic.engine.parallel import WorkerPool
+from mlflow_agentic.engine.workers.parallel import WorkerPool
 from mlflow_agentic.frontdoor.refit_full import serve_on_all_rows, why_not
 from tests.conftest import promote_cli, registered_search
 
@@ -132,7 +132,7 @@ def test_the_refit_on_all_rows_may_end_as_late_as_the_first_refit_may():
     left and served a model of test ROC AUC 0.931 instead of 0.969. Not the registry's reserve:
     the recording after it needs its own."""
     from mlflow_agentic.core.settings import SearchSettings
-    from mlflow_agentic.engine.budget import REFIT_TOLERANCE, LoopBudget
+    from mlflow_agentic.engine.search.budget import REFIT_TOLERANCE, LoopBudget
 
     timed = LoopBudget(SearchSettings(time_budget=60), {}, after_loop=True, seconds=50.0)
     untimed = LoopBudget(SearchSettings(), {}, after_loop=True)

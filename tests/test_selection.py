@@ -75,7 +75,7 @@ def test_a_combination_is_weighed_against_what_choosing_the_top_single_is_worth(
     """Three close attempts, each best on other folds: the top CV score (0.81) is partly luck.
     Choosing by CV, each fold scored by the attempt best on the other folds, is worth 0.7333;
     an ensemble whose nested score is 0.79 beats that (and says so), one at 0.73 does not."""
-    from mlflow_agentic.engine.selection import combination_wins, nested_best
+    from mlflow_agentic.engine.after.selection import combination_wins, nested_best
 
     flip = (lambda xs: xs) if greater else (lambda xs: [1 - x for x in xs])  # errors: lower
     history = [record(1, flip([0.80, 0.80, 0.80]), greater=greater),
@@ -94,7 +94,7 @@ def test_a_combination_is_weighed_against_what_choosing_the_top_single_is_worth(
 
 
 def test_one_attempt_or_one_fold_has_no_winners_curse_to_weigh():
-    from mlflow_agentic.engine.selection import combination_wins, nested_best
+    from mlflow_agentic.engine.after.selection import combination_wins, nested_best
 
     only = record(1, [0.8, 0.7, 0.9])
     assert nested_best([only]) is None and nested_best([record(1, [0.8]), record(2, [0.7])]) \
@@ -106,7 +106,7 @@ def test_one_attempt_or_one_fold_has_no_winners_curse_to_weigh():
 def test_the_ensemble_pool_takes_each_trainers_best_before_more_of_one():
     """After hundreds of trials the top attempts are near copies of one configuration: the
     ensemble's candidates are each trainer's best first, then the rest by CV."""
-    from mlflow_agentic.engine.selection import diverse_first
+    from mlflow_agentic.engine.after.selection import diverse_first
 
     ranked = [record(1, [0.90] * 3), record(2, [0.89] * 3), record(4, [0.88] * 3, "linear"),
               record(3, [0.87] * 3), record(5, [0.70] * 3, "lightgbm")]

@@ -20,10 +20,10 @@ from mlflow_agentic import Dataset, OptunaProposer, SequenceProposer
 from mlflow_agentic.core.errors import UserInputError
 from mlflow_agentic.core.metrics import METRICS
 from mlflow_agentic.engine import AgenticAutoML
-from mlflow_agentic.engine.cv import make_splits
-from mlflow_agentic.engine.ensemble import blend, greedy_weights, select_ensemble, utility_of
-from mlflow_agentic.engine.folds import FoldData, model_output
-from mlflow_agentic.engine.parallel import (
+from mlflow_agentic.engine.after.ensemble import blend, greedy_weights, select_ensemble, utility_of
+from mlflow_agentic.engine.evaluate.cv import make_splits
+from mlflow_agentic.engine.evaluate.folds import FoldData, model_output
+from mlflow_agentic.engine.workers.parallel import (
     WorkerPool,
     available_cores,
     prestart,
@@ -60,7 +60,7 @@ def test_n_jobs_resolution():
 
 
 def test_workers_are_lowered_to_what_fits_in_memory(tmp_path):
-    from mlflow_agentic.engine.parallel import available_memory, workers_that_fit
+    from mlflow_agentic.engine.workers.parallel import available_memory, workers_that_fit
 
     gib = 2**30
     assert workers_that_fit(2, 10 * 2**20, memory=8 * gib) == (2, None)

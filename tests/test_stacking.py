@@ -16,9 +16,9 @@ from mlflow_agentic.core.metrics import METRICS
 from mlflow_agentic.core.types import STACK
 from mlflow_agentic.data import Dataset
 from mlflow_agentic.engine import AgenticAutoML, StackStep
-from mlflow_agentic.engine.ensemble import select_ensemble
-from mlflow_agentic.engine.refit import bagged
-from mlflow_agentic.engine.stacking import fit_stacker, select_stack
+from mlflow_agentic.engine.after.ensemble import select_ensemble
+from mlflow_agentic.engine.after.refit import bagged
+from mlflow_agentic.engine.after.stacking import fit_stacker, select_stack
 from mlflow_agentic.trainers.stacked import StackedEnsemble, stack_features, stack_output
 from tests.conftest import predicted_without_package
 

@@ -73,9 +73,11 @@ class RichProgress(SearchObserver):
         self._started = time.perf_counter() if started is None else started
 
     def on_phase(self, phase: str) -> None:
-        """Each step outside the loop, with the seconds since the command started."""
-        self.console.print(f"[dim]{time.perf_counter() - self._started:5.1f}s[/] {phase} ...",
-                           highlight=False)
+        """Each step outside the loop, with the seconds since the command started, on a
+        terminal (a pipe or a log keeps its lines for what happened, not what is under way)."""
+        if self.console.is_terminal:
+            self.console.print(f"[dim]{time.perf_counter() - self._started:5.1f}s[/] {phase} "
+                               "...", highlight=False)
 
     def on_search_start(self, context: SearchContext) -> None:
         self._ctx = context

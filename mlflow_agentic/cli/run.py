@@ -100,7 +100,7 @@ def run_command(**options) -> None:
     settings["backend_address"] = scheduler or ray_address
     def work() -> None:
         if o["proposer"] != "code" and not o["resume"]:  # code mode fits in its sandbox
-            from mlflow_agentic.engine.parallel import prestart
+            from mlflow_agentic.engine.workers.parallel import prestart
 
             prestart(settings["n_jobs"], settings["backend"])
         front = dict(

@@ -30,7 +30,7 @@ from mlflow_agentic.compare.table import Arm, aggregate, arm_from_search, summar
 from mlflow_agentic.core.errors import UserInputError
 from mlflow_agentic.core.metrics import resolve_metric
 from mlflow_agentic.core.settings import SearchSettings
-from mlflow_agentic.engine.cv import FixedSplits, make_splits
+from mlflow_agentic.engine.evaluate.cv import FixedSplits, make_splits
 from mlflow_agentic.frontdoor.orchestrator import SealedTask, SplitOptions, seal, search_sealed
 from mlflow_agentic.proposers.factory import PROPOSERS, LLMOptions, build_proposer
 from mlflow_agentic.tracking import MlflowTracker

@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING
 from mlflow_agentic.core.lazy import lazy_getattr
 
 _EXPORTS = {
-    "AgenticAutoML": "mlflow_agentic.engine.loop",
-    "EnsembleStep": "mlflow_agentic.engine.steps",
-    "StackStep": "mlflow_agentic.engine.steps",
+    "AgenticAutoML": "mlflow_agentic.engine.search.loop",
+    "EnsembleStep": "mlflow_agentic.engine.search.steps",
+    "StackStep": "mlflow_agentic.engine.search.steps",
     "SearchContext": "mlflow_agentic.core.observer",
     "SearchObserver": "mlflow_agentic.core.observer",
     "AttemptRecord": "mlflow_agentic.core.types",
@@ -47,8 +47,8 @@ if TYPE_CHECKING:
         StopReason,
         Verdict,
     )
-    from mlflow_agentic.engine.loop import AgenticAutoML
-    from mlflow_agentic.engine.steps import EnsembleStep, StackStep
+    from mlflow_agentic.engine.search.loop import AgenticAutoML
+    from mlflow_agentic.engine.search.steps import EnsembleStep, StackStep
 
 
 __getattr__ = lazy_getattr(__name__, _EXPORTS)

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mlflow_agentic.core.types import is_regression
-from mlflow_agentic.engine.cv import make_splits, resolve_scheme
+from mlflow_agentic.engine.evaluate.cv import make_splits, resolve_scheme
 from mlflow_agentic.verify import leakage
 from mlflow_agentic.verify.leakage import Finding
 

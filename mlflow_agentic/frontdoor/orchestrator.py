@@ -15,7 +15,7 @@ from mlflow_agentic.core.tracker import Tracker
 from mlflow_agentic.data import Dataset
 from mlflow_agentic.data.split import Holdout, check_holdout_fraction, seal_holdout
 from mlflow_agentic.engine import AgenticAutoML, EngineeringRun, SearchObserver
-from mlflow_agentic.engine.steps import combining_steps
+from mlflow_agentic.engine.search.steps import combining_steps
 from mlflow_agentic.frontdoor.briefing import Briefing, build_briefing
 from mlflow_agentic.frontdoor.refit_full import serve_on_all_rows
 from mlflow_agentic.proposers.base import CandidateProposer

@@ -13,9 +13,9 @@ import pandas as pd
 
 from mlflow_agentic.core.types import EngineeringRun
 from mlflow_agentic.data.split import Holdout
-from mlflow_agentic.engine.budget import full_refit_share
-from mlflow_agentic.engine.parallel import WorkerPool
-from mlflow_agentic.engine.refit import refit_on, refit_pool
+from mlflow_agentic.engine.after.refit import refit_on, refit_pool
+from mlflow_agentic.engine.search.budget import full_refit_share
+from mlflow_agentic.engine.workers.parallel import WorkerPool
 
 
 def all_rows(train, holdout: Holdout):

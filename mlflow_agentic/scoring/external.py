@@ -92,7 +92,7 @@ def evaluate_predictions(features: pd.DataFrame, y: pd.Series, *, model_type: st
 
 def _baseline(metric, y: pd.Series, classes: tuple, task: str) -> float:
     """The trivial model fitted and scored on these same rows (the class prior, or the mean)."""
-    from mlflow_agentic.engine.evaluation import baseline_model, predict_outputs
+    from mlflow_agentic.engine.evaluate.evaluation import baseline_model, predict_outputs
 
     X = pd.DataFrame({"constant": np.zeros(len(y))})
     model = baseline_model(task).fit(X, y)

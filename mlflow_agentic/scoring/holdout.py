@@ -13,7 +13,7 @@ import numpy as np
 from mlflow_agentic.core.metrics import METRICS
 from mlflow_agentic.core.observer import SearchObserver
 from mlflow_agentic.core.types import AttemptRecord, EngineeringRun, is_classification
-from mlflow_agentic.engine.folds import model_output, score_output
+from mlflow_agentic.engine.evaluate.folds import model_output, score_output
 
 SELF_DECEPTION_GAP = 0.05
 """CV minus holdout above this (bounded metrics; 5% of the CV score for RMSE/MAE/log loss)."""

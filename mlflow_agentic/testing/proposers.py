@@ -31,8 +31,8 @@ from mlflow_agentic.core.protocol import CandidateProposer, CodeModeProposer, pr
 from mlflow_agentic.core.types import EngineeringRun
 from mlflow_agentic.data import Dataset
 from mlflow_agentic.engine import AgenticAutoML
-from mlflow_agentic.engine.outcome import Outcome
-from mlflow_agentic.engine.restore import Restored, recorded_value
+from mlflow_agentic.engine.evaluate.outcome import Outcome
+from mlflow_agentic.engine.search.restore import Restored, recorded_value
 from mlflow_agentic.trainers import FloatParam, Trainer
 from mlflow_agentic.trainers.registry import register_trainer, trainer_registry
 

@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from mlflow_agentic.data import Dataset
-from mlflow_agentic.engine.parallel import THREAD_PARAMS
+from mlflow_agentic.engine.workers.parallel import THREAD_PARAMS
 from mlflow_agentic.trainers import CategoricalParam, Trainer
 from mlflow_agentic.trainers.base import ALL_TASKS
 from mlflow_agentic.trainers.preprocessing import STYLES

@@ -11,7 +11,7 @@ from mlflow.tracking.context.abstract_context import RunContextProvider
 class AgenticRunContext(RunContextProvider):
     def in_context(self) -> bool:
         try:
-            from mlflow_agentic.tracking.live import active_search
+            from mlflow_agentic.tracking.store import active_search
 
             return active_search() is not None
         except Exception as exc:  # never break run creation
@@ -19,6 +19,6 @@ class AgenticRunContext(RunContextProvider):
             return False
 
     def tags(self) -> dict[str, str]:
-        from mlflow_agentic.tracking.live import search_tags
+        from mlflow_agentic.tracking.store import search_tags
 
         return search_tags()

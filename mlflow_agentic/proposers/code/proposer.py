@@ -28,7 +28,7 @@ from mlflow_agentic.core.errors import AgenticError
 from mlflow_agentic.core.observer import SearchContext
 from mlflow_agentic.core.protocol import CodeModeProposer
 from mlflow_agentic.core.types import AttemptRecord, SolutionCandidate, StopKind, StopReason
-from mlflow_agentic.engine.code import CODE
+from mlflow_agentic.engine.evaluate.code import CODE
 from mlflow_agentic.llm.client import LLMClient, LLMConfig
 from mlflow_agentic.llm.pricing import cap_reached, price_table
 from mlflow_agentic.llm.prompt import task_facts

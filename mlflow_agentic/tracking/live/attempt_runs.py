@@ -11,9 +11,8 @@ from pathlib import Path
 
 from mlflow_agentic.core import evidence as ev
 from mlflow_agentic.core.types import AttemptRecord, EngineeringRun, SolutionCandidate
-from mlflow_agentic.engine.restore import recorded_value
+from mlflow_agentic.engine.search.restore import recorded_value
 from mlflow_agentic.scoring.plot import trainer_colour
-from mlflow_agentic.tracking.live import context as run_context
 from mlflow_agentic.tracking.live.llm_calls import LLMCalls
 from mlflow_agentic.tracking.live.search_run import SearchRun
 from mlflow_agentic.tracking.resume import OUTPUTS_ARTIFACT, write_outputs
@@ -24,6 +23,7 @@ from mlflow_agentic.tracking.store import (
     Connection,
     Journal,
     TrackingUnavailable,
+    search_tags,
     send,
 )
 
@@ -73,7 +73,7 @@ class AttemptRuns:
         tags = {"mlflow.parentRunId": self.search.run_id, "agentic.role": "attempt",
                 "attempt.index": str(number), "mlflow.source.name": self.search.source_name,
                 "mlflow.runColor": trainer_colour(trainer, self.search.context.trainers),
-                **extra, **run_context.search_tags()}  # the search's context: this thread's
+                **extra, **search_tags()}  # the search's context: this thread's
         # a batch starts in one millisecond: the runs list sorts by start time, in order
         self.last_start = max(_now_ms(), self.last_start + 1)
         title = getattr(candidate, "title", trainer)
@@ -118,7 +118,7 @@ class AttemptRuns:
 
     def script(self, record: AttemptRecord) -> str | None:
         """``attempt.py``: the attempt as a script a user can rerun (``engine.script``)."""
-        from mlflow_agentic.engine.script import attempt_script
+        from mlflow_agentic.engine.after.script import attempt_script
 
         context = self.search.context
         recipe = getattr(context.briefing, "recipe", None) or {}

@@ -17,8 +17,8 @@ from mlflow.models import infer_signature
 from mlflow_agentic.core.observer import SearchContext
 from mlflow_agentic.core.processes import process_alive
 from mlflow_agentic.data.split import frame_digest
-from mlflow_agentic.tracking.live import context as run_context
 from mlflow_agentic.tracking.registry import schema_sample
+from mlflow_agentic.tracking.store import begin as begin_context
 
 
 def dataset_source(ds):
@@ -41,7 +41,7 @@ def reopen(search, context: SearchContext) -> None:
     search.search_id = point.tags.get("agentic.search_id", search.search_id)
     search.conn.call("choosing the experiment", mlflow.set_experiment,
               experiment_id=point.experiment_id)
-    search.context_token = run_context.begin(search_id=search.search_id,
+    search.context_token = begin_context(search_id=search.search_id,
                                             proposer=context.proposer_name,
                                             dataset=ds.name)
     run = search.conn.call("reopening the search run", mlflow.start_run, run_id=point.run_id)
@@ -77,7 +77,7 @@ def join(search, context: SearchContext) -> None:
     search.run_id, search.experiment_id = run.info.run_id, run.info.experiment_id
     search.source_name = run.data.tags.get("mlflow.source.name", "")
     search.search_id = run.data.tags.get("agentic.search_id", search.search_id)
-    search.context_token = run_context.begin(search_id=search.search_id,
+    search.context_token = begin_context(search_id=search.search_id,
                                             proposer=context.proposer_name,
                                             dataset=context.dataset.name)
     search.dataset_input = dataset_source(context.dataset)

@@ -20,14 +20,25 @@ from mlflow.utils.mlflow_tags import MLFLOW_DATASET_CONTEXT
 
 from mlflow_agentic.core.observer import SearchContext
 from mlflow_agentic.data.split import frame_digest
-from mlflow_agentic.tracking.live import context as run_context
-from mlflow_agentic.tracking.live import lifecycle, views
+from mlflow_agentic.tracking.live import lifecycle
 from mlflow_agentic.tracking.live.shared import SharedRun
 from mlflow_agentic.tracking.resume import DIGEST_TAG, ResumePoint
-from mlflow_agentic.tracking.store import Connection
+from mlflow_agentic.tracking.store import (
+    Connection,
+    mark_model_training,
+    new_search_id,
+    runs_path,
+    search_tags,
+    share_view,
+    view_state,
+)
+from mlflow_agentic.tracking.store import (
+    begin as begin_context,
+)
+from mlflow_agentic.tracking.store import (
+    end as end_context,
+)
 
-EXPERIMENT_KIND = "mlflow.experimentKind"
-MODEL_TRAINING = "custom_model_development"
 """The experiment tag and value the MLflow UI reads to open the Model training view."""
 
 
@@ -45,7 +56,7 @@ class SearchRun:
         """A killed search to continue (``--resume``): its run is reopened."""
         self.shared = shared
         """A worker on a shared study: the run is created or joined, never ended here."""
-        self.search_id = run_context.new_search_id()
+        self.search_id = new_search_id()
         self.run_id: str | None = None
         self.experiment_id: str | None = None
         self.source_name = ""
@@ -94,7 +105,7 @@ class SearchRun:
         name = self.name = self.run_name or (f"{ds.name}-{context.proposer_name}-"
                                              f"{time.strftime('%m%d-%H%M%S')}")
         # runs started from here on are ours: the run-context provider plugin tags them
-        self.context_token = run_context.begin(search_id=self.search_id,
+        self.context_token = begin_context(search_id=self.search_id,
                                                proposer=context.proposer_name, dataset=ds.name)
         if self.shared is None:
             self.conn.call("choosing the experiment", self._choose_experiment, ds)
@@ -111,7 +122,7 @@ class SearchRun:
                 "agentic.host": socket.gethostname(), "agentic.pid": str(os.getpid()),
                 "proposer": context.proposer_name, "dataset": ds.name, "task": ds.task,
                 "target": ds.target, "metric": metric.name, "status": "running",
-                DIGEST_TAG: digest, **run_context.search_tags(), **self.tags,
+                DIGEST_TAG: digest, **search_tags(), **self.tags,
                 "cv_scheme": context.cv_scheme, "cv_scheme.reason": context.cv_reason,
                 "excluded_columns": excluded}
         tags.update({tag_key("excluded", c): (why if tag_key("excluded", c) ==
@@ -184,7 +195,7 @@ class SearchRun:
         self.end_context()
 
     def end_context(self) -> None:
-        run_context.end(self.context_token)
+        end_context(self.context_token)
         self.context_token = None
 
     def end_active(self, status: str) -> bool:
@@ -215,12 +226,12 @@ class SearchRun:
 
     def runs_link(self) -> str:
         """This search's attempts in the MLflow UI, as a view the UI itself shares
-        (``tracking.live.views``); written once."""
-        view = views.view_state(self.run_id, self.context.metric)
+        (``tracking.store.views``); written once."""
+        view = view_state(self.run_id, self.context.metric)
         if self.view_shared is None:
-            self.view_shared = views.share_view(self.conn.client, self.experiment_id,
+            self.view_shared = share_view(self.conn.client, self.experiment_id,
                                                 self.run_id, view)
-        return self.conn.link(views.runs_path(self.experiment_id, self.run_id, view,
+        return self.conn.link(runs_path(self.experiment_id, self.run_id, view,
                                               self.view_shared))
 
 
@@ -241,18 +252,6 @@ def search_params(context: SearchContext) -> dict:
 
 def _or_off(value):
     return "off" if value is None else value
-
-
-def mark_model_training(client, experiment_id: str) -> None:
-    """The MLflow UI opens an experiment without a kind in its GenAI view (traces, an empty
-    overview, "Evaluation runs"): ours are model training. A kind the user set is kept."""
-    if EXPERIMENT_KIND in client.get_experiment(experiment_id).tags:
-        return
-    try:
-        client.set_experiment_tag(experiment_id, EXPERIMENT_KIND, MODEL_TRAINING)
-    except Exception:  # another search set it between our read and write (sqlite: UNIQUE)
-        if EXPERIMENT_KIND not in client.get_experiment(experiment_id).tags:
-            raise
 
 
 def tag_key(prefix: str, name: str) -> str:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from mlflow_agentic.core.lazy import lazy_getattr
 
 _EXPORTS = {
+    "model_outputs": "mlflow_agentic.tracking.registry.outputs",
     "ACCEPT_ENV": "mlflow_agentic.tracking.registry.serving",
     "DEFAULT_ALIAS": "mlflow_agentic.tracking.registry.models",
     "ServedModel": "mlflow_agentic.tracking.registry.serving",
@@ -26,6 +27,7 @@ _EXPORTS = {
     "version_of_search": "mlflow_agentic.tracking.registry.models",
 }
 __all__ = [
+    "model_outputs",
     "ACCEPT_ENV",
     "DEFAULT_ALIAS",
     "ServedModel",
@@ -51,6 +53,7 @@ if TYPE_CHECKING:
         schema_sample,
         version_of_search,
     )
+    from mlflow_agentic.tracking.registry.outputs import model_outputs
     from mlflow_agentic.tracking.registry.promotion import promote
     from mlflow_agentic.tracking.registry.scoring_rows import model_uri, predict_rows
     from mlflow_agentic.tracking.registry.serving import ACCEPT_ENV, ServedModel

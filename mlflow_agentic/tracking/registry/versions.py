@@ -15,7 +15,7 @@ from mlflow_agentic.core import evidence as ev
 from mlflow_agentic.core.errors import UserInputError
 from mlflow_agentic.core.types import is_regression
 from mlflow_agentic.scoring.paired import Outputs
-from mlflow_agentic.tracking.results import model_outputs
+from mlflow_agentic.tracking.registry.outputs import model_outputs
 from mlflow_agentic.tracking.store import downloaded
 
 

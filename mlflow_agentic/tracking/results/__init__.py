@@ -16,7 +16,6 @@ _EXPORTS = {
     "evaluate_with_agentic": "mlflow_agentic.tracking.results.evaluation",
     "find_llm_recordings": "mlflow_agentic.tracking.results.comparison",
     "importance": "mlflow_agentic.tracking.results.diagnostics",
-    "model_outputs": "mlflow_agentic.tracking.results.evaluation",
     "read_search": "mlflow_agentic.tracking.results.past",
     "record_result": "mlflow_agentic.tracking.results.result",
     "search_path": "mlflow_agentic.tracking.results.past",
@@ -30,7 +29,6 @@ __all__ = [
     "evaluate_with_agentic",
     "find_llm_recordings",
     "importance",
-    "model_outputs",
     "read_search",
     "record_result",
     "search_path",
@@ -48,7 +46,7 @@ if TYPE_CHECKING:
         write_json,
     )
     from mlflow_agentic.tracking.results.diagnostics import importance
-    from mlflow_agentic.tracking.results.evaluation import evaluate_with_agentic, model_outputs
+    from mlflow_agentic.tracking.results.evaluation import evaluate_with_agentic
     from mlflow_agentic.tracking.results.past import read_search, search_path
     from mlflow_agentic.tracking.results.result import record_result
 

@@ -43,8 +43,8 @@ class ComparisonTracker:
 
     def start(self, name: str, tags: dict[str, str], params: dict[str, object]) -> str:
         """Start a comparison run; under ``mlflow run`` the outermost one is the project's."""
-        from mlflow_agentic.tracking.live import begin as begin_context
-        from mlflow_agentic.tracking.live import mark_model_training, search_tags
+        from mlflow_agentic.tracking.store import begin as begin_context
+        from mlflow_agentic.tracking.store import mark_model_training, search_tags
 
         self.configure()
         self._tokens.append(begin_context(comparison_id=tags.get(TAG_ID, "")))
@@ -95,7 +95,7 @@ class ComparisonTracker:
         mlflow.set_tag("mlflow.note.content", note)
 
     def end(self, status: str = "FINISHED") -> None:
-        from mlflow_agentic.tracking.live import end as end_context
+        from mlflow_agentic.tracking.store import end as end_context
 
         mlflow.end_run(status=status)
         if self._tokens:

@@ -24,7 +24,7 @@ from mlflow.pyfunc import PyFuncModel
 from mlflow_agentic.core.labels import labels_of
 from mlflow_agentic.core.metrics import METRICS
 from mlflow_agentic.core.types import is_classification
-from mlflow_agentic.engine.folds import model_output, score_output
+from mlflow_agentic.engine.evaluate.folds import model_output, score_output
 from mlflow_agentic.tracking.registry import quiet_loggers
 
 IMPORTANCE_REPEATS = 3

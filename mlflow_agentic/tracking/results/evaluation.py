@@ -12,28 +12,9 @@ from mlflow.models.evaluation.artifacts import JsonEvaluationArtifact
 from mlflow.models.evaluation.base import EvaluationResult
 
 from mlflow_agentic.scoring.external import evaluate_predictions
+from mlflow_agentic.tracking.registry import model_outputs
 
 ARTIFACT = "agentic_evaluation.json"
-
-
-def model_outputs(model, features: pd.DataFrame, model_type: str):
-    """``(y_pred, proba, classes)``: probabilities from the raw model when it has
-    ``predict_proba`` (sklearn and friends, or our ``ServedModel`` pyfunc), else the pyfunc's
-    predictions."""
-    raw = None
-    if model_type == "classifier":
-        for unwrap in ("get_raw_model", "unwrap_python_model"):
-            try:
-                raw = getattr(model, unwrap)()
-                break
-            except Exception:  # not every flavor exposes its model
-                raw = None
-    if raw is not None and hasattr(raw, "predict_proba") and hasattr(raw, "classes_"):
-        return None, np.asarray(raw.predict_proba(features)), tuple(raw.classes_)
-    predicted = model.predict(features)
-    if isinstance(predicted, pd.DataFrame):
-        predicted = predicted.iloc[:, 0]
-    return np.asarray(predicted).ravel(), None, ()
 
 
 def evaluate_with_agentic(*, model, model_type: str, dataset, run_id: str, config: dict,

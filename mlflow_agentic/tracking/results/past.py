@@ -95,7 +95,7 @@ def search_path(run: str, experiment: str | None = None) -> str:
     import mlflow
 
     from mlflow_agentic.core.metrics import resolve_metric
-    from mlflow_agentic.tracking.live import SHARED_VIEW, runs_path
+    from mlflow_agentic.tracking.store import SHARED_VIEW, runs_path
 
     run_id = latest_search(experiment) if run == LAST else run
     client = mlflow.MlflowClient()

@@ -19,8 +19,8 @@ import numpy as np
 from mlflow_agentic.core.errors import UserInputError
 from mlflow_agentic.core.processes import process_alive
 from mlflow_agentic.core.settings import FINALIZE_DECIDES, same_on_resume
-from mlflow_agentic.engine.outcome import Outcome
-from mlflow_agentic.engine.restore import Restored
+from mlflow_agentic.engine.evaluate.outcome import Outcome
+from mlflow_agentic.engine.search.restore import Restored
 from mlflow_agentic.tracking.store import send_pending
 
 OUTPUTS_ARTIFACT = "outputs.npz"

@@ -1,7 +1,8 @@
 """The store and durability: which store (uri), its names (names) and checks (check), calls retried
 while it does not answer (retry), the connection a search holds, records journaled on disk until
 the store has them (journal), delivered once (delivery) by a background writer (writer),
-artifacts read back (artifacts).
+artifacts read back (artifacts), the search's context on this thread (context), the UI's
+shared runs view and model-training kind (views).
 
 Its public face: the names other parts use, imported lazily (MLflow loads on first use)."""
 
@@ -12,6 +13,16 @@ from typing import TYPE_CHECKING
 from mlflow_agentic.core.lazy import lazy_getattr
 
 _EXPORTS = {
+    "view_state": "mlflow_agentic.tracking.store.views",
+    "share_view": "mlflow_agentic.tracking.store.views",
+    "search_tags": "mlflow_agentic.tracking.store.context",
+    "runs_path": "mlflow_agentic.tracking.store.views",
+    "new_search_id": "mlflow_agentic.tracking.store.context",
+    "mark_model_training": "mlflow_agentic.tracking.store.views",
+    "end": "mlflow_agentic.tracking.store.context",
+    "begin": "mlflow_agentic.tracking.store.context",
+    "active_search": "mlflow_agentic.tracking.store.context",
+    "SHARED_VIEW": "mlflow_agentic.tracking.store.views",
     "AGAIN": "mlflow_agentic.tracking.store.retry",
     "BackgroundWriter": "mlflow_agentic.tracking.store.writer",
     "Connection": "mlflow_agentic.tracking.store.connection",
@@ -41,6 +52,16 @@ _EXPORTS = {
     "use_store": "mlflow_agentic.tracking.store.uri",
 }
 __all__ = [
+    "view_state",
+    "share_view",
+    "search_tags",
+    "runs_path",
+    "new_search_id",
+    "mark_model_training",
+    "end",
+    "begin",
+    "active_search",
+    "SHARED_VIEW",
     "AGAIN",
     "BackgroundWriter",
     "Connection",
@@ -74,6 +95,13 @@ if TYPE_CHECKING:
     from mlflow_agentic.tracking.store.artifacts import downloaded, model_sha256
     from mlflow_agentic.tracking.store.check import check_store
     from mlflow_agentic.tracking.store.connection import Connection
+    from mlflow_agentic.tracking.store.context import (
+        active_search,
+        begin,
+        end,
+        new_search_id,
+        search_tags,
+    )
     from mlflow_agentic.tracking.store.delivery import (
         TraceRefused,
         deliver_trace,
@@ -102,6 +130,13 @@ if TYPE_CHECKING:
         project_run,
         store_option,
         use_store,
+    )
+    from mlflow_agentic.tracking.store.views import (
+        SHARED_VIEW,
+        mark_model_training,
+        runs_path,
+        share_view,
+        view_state,
     )
     from mlflow_agentic.tracking.store.writer import BackgroundWriter
 

@@ -136,7 +136,7 @@ def log_batch(client, run_id: str, metrics: dict, params: dict, tags: dict,
     batch sent again with its timestamp adds nothing (the store drops exact duplicates)."""
     from mlflow.entities import Metric, Param, RunTag
 
-    from mlflow_agentic.engine.restore import recorded_value
+    from mlflow_agentic.engine.search.restore import recorded_value
 
     ts = int(time.time() * 1000) if ts is None else ts
     metrics = {k: round(float(v), 3) if k.endswith("_seconds") else v

@@ -51,3 +51,20 @@ def runs_path(experiment_id: str, parent_run_id: str, view: dict, shared: bool) 
                              # the UI's own switch; a fresh browser otherwise opens GenAI
                              "workflowType": "machine_learning"}, quote_via=quote)
     return f"#/experiments/{experiment_id}/runs?{query}"
+
+
+EXPERIMENT_KIND = "mlflow.experimentKind"
+MODEL_TRAINING = "custom_model_development"
+"""The experiment tag the MLflow UI reads to open an experiment in its Model training view."""
+
+
+def mark_model_training(client, experiment_id: str) -> None:
+    """The MLflow UI opens an experiment without a kind in its GenAI view (traces, an empty
+    overview, "Evaluation runs"): ours are model training. A kind the user set is kept."""
+    if EXPERIMENT_KIND in client.get_experiment(experiment_id).tags:
+        return
+    try:
+        client.set_experiment_tag(experiment_id, EXPERIMENT_KIND, MODEL_TRAINING)
+    except Exception:  # another search set it between our read and write (sqlite: UNIQUE)
+        if EXPERIMENT_KIND not in client.get_experiment(experiment_id).tags:
+            raise

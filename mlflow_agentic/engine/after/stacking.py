@@ -18,8 +18,8 @@ import numpy as np
 
 from mlflow_agentic.core.metrics import Metric
 from mlflow_agentic.core.types import is_regression
-from mlflow_agentic.engine.ensemble import NestedScore
-from mlflow_agentic.engine.folds import score_output
+from mlflow_agentic.engine.after.ensemble import NestedScore
+from mlflow_agentic.engine.evaluate.folds import score_output
 from mlflow_agentic.trainers.stacked import stack_features, stack_output
 
 MAX_FIT_ROWS = 100_000

@@ -15,7 +15,7 @@ import numpy as np
 from mlflow_agentic.core.labels import labels_of
 from mlflow_agentic.core.protocol import CodeModeProposer
 from mlflow_agentic.core.types import is_classification
-from mlflow_agentic.engine.outcome import Outcome
+from mlflow_agentic.engine.evaluate.outcome import Outcome
 from mlflow_agentic.sandbox.job import SandboxFailed, SandboxJob, SandboxResult
 from mlflow_agentic.sandbox.model import SandboxedModel
 from mlflow_agentic.sandbox.runners import run_all
@@ -117,7 +117,7 @@ def sandbox_artifacts(result: SandboxResult) -> dict[str, str]:
 
 def code_plan(candidate, sandbox):
     """A code candidate ready for the sandbox, or failed already (no sandbox, no code)."""
-    from mlflow_agentic.engine.outcome import Planned
+    from mlflow_agentic.engine.evaluate.outcome import Planned
 
     plan = Planned(candidate, params=dict(candidate.params))
     if sandbox is None:

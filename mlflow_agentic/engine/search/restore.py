@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from mlflow_agentic.core.errors import AgenticError
-from mlflow_agentic.engine.outcome import Outcome, Planned
+from mlflow_agentic.engine.evaluate.outcome import Outcome, Planned
 
 PARAM_MAX = 6000
 """How long a recorded parameter value is (MLflow's limit, as the recorder writes it)."""

@@ -14,14 +14,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from mlflow_agentic.core.types import ENSEMBLE, STACK, AttemptRecord, SolutionCandidate, best_first
-from mlflow_agentic.engine.ensemble import MAX_MEMBERS, blend, select_ensemble
-from mlflow_agentic.engine.selection import beats_choosing, diverse_first
-from mlflow_agentic.engine.stacking import select_stack
+from mlflow_agentic.engine.after.ensemble import MAX_MEMBERS, blend, select_ensemble
+from mlflow_agentic.engine.after.selection import beats_choosing, diverse_first
+from mlflow_agentic.engine.after.stacking import select_stack
 from mlflow_agentic.trainers.stacked import stack_features, stack_output
 
 if TYPE_CHECKING:
     from mlflow_agentic.core.observer import SearchContext
-    from mlflow_agentic.engine.loop import AgenticAutoML
+    from mlflow_agentic.engine.search.loop import AgenticAutoML
 
 
 def combining_steps(settings) -> list:

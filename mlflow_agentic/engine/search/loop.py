@@ -26,24 +26,24 @@ from mlflow_agentic.core.types import (
     StopKind,
     StopReason,
 )
-from mlflow_agentic.engine.attempts import attempt_record, plan_attempt
-from mlflow_agentic.engine.batch import BatchRunner
-from mlflow_agentic.engine.budget import LoopBudget, full_refit_share
-from mlflow_agentic.engine.code import dropped_columns, refit_code, reviewed, submitted
-from mlflow_agentic.engine.cv import make_splits, resolve_scheme
-from mlflow_agentic.engine.evaluation import baseline_model, cross_validate
-from mlflow_agentic.engine.folds import FoldData
-from mlflow_agentic.engine.outcome import Outcome
-from mlflow_agentic.engine.parallel import WorkerPool, resolve_n_jobs, workers_that_fit
-from mlflow_agentic.engine.refit import bagged, refit, restart_for_refit
-from mlflow_agentic.engine.restore import Restored
-from mlflow_agentic.engine.selection import (
+from mlflow_agentic.engine.after.refit import bagged, refit
+from mlflow_agentic.engine.after.selection import (
     affordable,
     bag_worthy,
     combination_wins,
     select,
     ties,
 )
+from mlflow_agentic.engine.evaluate.code import dropped_columns, refit_code, reviewed, submitted
+from mlflow_agentic.engine.evaluate.cv import make_splits, resolve_scheme
+from mlflow_agentic.engine.evaluate.evaluation import baseline_model, cross_validate
+from mlflow_agentic.engine.evaluate.folds import FoldData
+from mlflow_agentic.engine.evaluate.outcome import Outcome
+from mlflow_agentic.engine.search.attempts import attempt_record, plan_attempt
+from mlflow_agentic.engine.search.batch import BatchRunner
+from mlflow_agentic.engine.search.budget import LoopBudget, full_refit_share, restart_for_refit
+from mlflow_agentic.engine.search.restore import Restored
+from mlflow_agentic.engine.workers.parallel import WorkerPool, resolve_n_jobs, workers_that_fit
 from mlflow_agentic.trainers.registry import resolve_trainers
 from mlflow_agentic.verify.verifier import DeterministicVerifier
 
@@ -304,7 +304,7 @@ def recorded_settings(automl: AgenticAutoML) -> dict:
     """What the engine resolved from its settings, recorded on the search run over the
     settings as given (``SearchSettings.logged``): workers, the pruner, the batch size, the
     sandbox's limits, the proposer's own parameters."""
-    from mlflow_agentic.engine.pruning import FoldPruner
+    from mlflow_agentic.engine.evaluate.pruning import FoldPruner
 
     s = automl.settings
     params = {"verifier_margin": automl.verifier.margin, "n_jobs": automl.n_jobs,
@@ -319,7 +319,7 @@ def recorded_settings(automl: AgenticAutoML) -> dict:
 def _pruner(settings: SearchSettings):
     if not settings.prune:
         return None
-    from mlflow_agentic.engine.pruning import FoldPruner
+    from mlflow_agentic.engine.evaluate.pruning import FoldPruner
 
     return FoldPruner()
 

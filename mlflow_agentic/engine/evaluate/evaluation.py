@@ -12,7 +12,7 @@ import pandas as pd
 
 from mlflow_agentic.core.metrics import Metric
 from mlflow_agentic.core.types import is_regression
-from mlflow_agentic.engine.folds import model_output
+from mlflow_agentic.engine.evaluate.folds import model_output
 
 
 @dataclass(frozen=True)

@@ -153,7 +153,7 @@ def _import_fold_stack() -> None:
     import importlib
     import importlib.util
 
-    import mlflow_agentic.engine.folds  # noqa: F401 - pandas, scikit-learn, preprocessing
+    import mlflow_agentic.engine.evaluate.folds  # noqa: F401 - pandas, scikit-learn, preprocessing
     import mlflow_agentic.trainers.builtin  # noqa: F401
 
     # the models' own libraries: a cold worker would import them inside its first fold fit
@@ -274,7 +274,7 @@ class WorkerPool:
 
     def submit(self, fn: Callable, *args) -> Future:
         if self.backend != "local":
-            from mlflow_agentic.engine.backends import cluster
+            from mlflow_agentic.engine.workers.backends import cluster
 
             return cluster(self.backend, self.n_jobs, self.address).submit(run_limited, fn,
                                                                            *args)
@@ -314,7 +314,7 @@ class WorkerPool:
         are cancelled; worker processes are killed (the next ``submit`` starts fresh ones); a
         cluster's tasks are cancelled."""
         if self.backend != "local":
-            from mlflow_agentic.engine.backends import cluster
+            from mlflow_agentic.engine.workers.backends import cluster
 
             cluster(self.backend, self.n_jobs, self.address).cancel(futures)
         elif self._executor is not None:

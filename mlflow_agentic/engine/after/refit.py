@@ -8,8 +8,7 @@ import time
 import warnings
 
 from mlflow_agentic.core.types import COMBINERS, STACK, best_first, is_classification
-from mlflow_agentic.engine.budget import LoopBudget
-from mlflow_agentic.engine.parallel import WorkerPool, single_threaded
+from mlflow_agentic.engine.workers.parallel import WorkerPool, single_threaded
 from mlflow_agentic.trainers.registry import get_trainer
 
 
@@ -36,16 +35,6 @@ def refit_pool(pool: WorkerPool) -> WorkerPool:
     stopped them mid-fold; then this process, one fit after another (fresh workers spend about
     2 s importing the scientific stack under load, more than the refits of a 20 s search)."""
     return pool if pool.warm else WorkerPool(1)
-
-
-def restart_for_refit(pool: WorkerPool, budget: LoopBudget) -> bool:
-    """Restart the workers a spent budget killed when the refit ``budget`` kept back ends
-    sooner on them (``LoopBudget.restart_pays``): they import while the ensemble is chosen,
-    and both refits use them (``refit_pool``). Returns whether it did."""
-    if pool.warm or not budget.restart_pays():
-        return False
-    pool.warm_up()
-    return True
 
 
 def refit(history, best, dataset, pool: WorkerPool, random_state: int = 0, code_refit=None):

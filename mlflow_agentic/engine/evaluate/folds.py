@@ -21,8 +21,8 @@ from sklearn.pipeline import Pipeline
 
 from mlflow_agentic.core.labels import labels_of
 from mlflow_agentic.core.metrics import Metric
-from mlflow_agentic.engine import spill as disk
-from mlflow_agentic.engine.spill import SPILL_BYTES, ship, spill_folder
+from mlflow_agentic.engine.evaluate import spill as disk
+from mlflow_agentic.engine.evaluate.spill import SPILL_BYTES, ship, spill_folder
 from mlflow_agentic.trainers.preprocessing import build_preprocessor
 
 

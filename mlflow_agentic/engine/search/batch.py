@@ -16,9 +16,9 @@ from sklearn.base import clone
 
 from mlflow_agentic.core.metrics import Metric
 from mlflow_agentic.core.types import TIME_CUT, is_classification
-from mlflow_agentic.engine.folds import FoldData, FoldOutput, fit_fold, score_output
-from mlflow_agentic.engine.outcome import Outcome, Planned
-from mlflow_agentic.engine.parallel import WorkerPool, single_threaded
+from mlflow_agentic.engine.evaluate.folds import FoldData, FoldOutput, fit_fold, score_output
+from mlflow_agentic.engine.evaluate.outcome import Outcome, Planned
+from mlflow_agentic.engine.workers.parallel import WorkerPool, single_threaded
 
 
 class _State:
@@ -123,7 +123,7 @@ class BatchRunner:
 
     def run_code(self, plan: Planned) -> Outcome:
         """A code candidate's folds, each in its own sandbox container; scored here."""
-        from mlflow_agentic.engine.code import dropped_columns, evaluate_code
+        from mlflow_agentic.engine.evaluate.code import dropped_columns, evaluate_code
 
         started = time.perf_counter()
         try:

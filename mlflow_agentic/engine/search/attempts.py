@@ -12,8 +12,8 @@ import numpy as np
 
 from mlflow_agentic.core.errors import ProposerOutputError
 from mlflow_agentic.core.types import AttemptRecord, SolutionCandidate, Verdict
-from mlflow_agentic.engine.code import CODE, code_plan
-from mlflow_agentic.engine.outcome import Outcome, Planned
+from mlflow_agentic.engine.evaluate.code import CODE, code_plan
+from mlflow_agentic.engine.evaluate.outcome import Outcome, Planned
 from mlflow_agentic.trainers.registry import get_trainer
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mlflow_agentic.core.metrics import Metric
-from mlflow_agentic.engine.folds import score_output
+from mlflow_agentic.engine.evaluate.folds import score_output
 
 ROUNDS = 20
 MAX_MEMBERS = 8

@@ -27,8 +27,8 @@ import sys
 
 from mlflow_agentic.core.metrics import resolve_metric
 from mlflow_agentic.data import Dataset
-from mlflow_agentic.engine.cv import make_splits
-from mlflow_agentic.engine.evaluation import cross_validate
+from mlflow_agentic.engine.evaluate.cv import make_splits
+from mlflow_agentic.engine.evaluate.evaluation import cross_validate
 from mlflow_agentic.frontdoor.orchestrator import SplitOptions, seal
 from mlflow_agentic.frontdoor.refit_full import all_rows
 from mlflow_agentic.trainers import get_trainer

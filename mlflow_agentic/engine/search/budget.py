@@ -13,7 +13,8 @@ from collections.abc import Callable, Mapping, Sequence
 
 from mlflow_agentic.core.settings import SearchSettings
 from mlflow_agentic.core.types import COMBINERS, AttemptRecord, StopKind, StopReason
-from mlflow_agentic.engine.selection import diverse_first
+from mlflow_agentic.engine.after.selection import diverse_first
+from mlflow_agentic.engine.workers.parallel import WorkerPool
 
 ENSEMBLE_MEMBERS = 4
 """Members a greedy ensemble usually keeps (its refit refits each): what the deadline plans for."""
@@ -315,3 +316,13 @@ class LoopBudget:
         ended there, by whatever budget it had; a resume's budget may be larger)."""
         ensembles = [i for i, r in self.restored.items() if r.trainer in COMBINERS]
         return min(ensembles) - 1 if ensembles else None
+
+
+def restart_for_refit(pool: WorkerPool, budget: LoopBudget) -> bool:
+    """Restart the workers a spent budget killed when the refit ``budget`` kept back ends
+    sooner on them (``LoopBudget.restart_pays``): they import while the ensemble is chosen,
+    and both refits use them (``refit_pool``). Returns whether it did."""
+    if pool.warm or not budget.restart_pays():
+        return False
+    pool.warm_up()
+    return True

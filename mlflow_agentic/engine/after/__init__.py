@@ -1,0 +1,1 @@
+"""What comes after the loop's attempts: selection, the refit, ensembles and stacks, attempt.py."""

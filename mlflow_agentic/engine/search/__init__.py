@@ -1,0 +1,1 @@
+"""The loop and its budget: proposing, running batches, recording attempts, the steps after."""
