@@ -219,3 +219,19 @@ def test_serve_local_says_when_its_server_dies_at_the_first_completion(monkeypat
     assert "died at its first completion (exit code -4)" in result.stderr
     assert "running an instruction this CPU lacks" in result.stderr
     assert "CMAKE_ARGS" in result.stderr and "serving smollm2" not in result.stderr
+
+
+def test_each_step_outside_the_loop_is_said_on_a_terminal():
+    import io
+
+    from rich.console import Console
+
+    from mlflow_agentic.cli.progress import RichProgress
+
+    out = io.StringIO()
+    progress = RichProgress(Console(file=out, force_terminal=True, width=100), started=0.0)
+    progress.on_phase("sealing the holdout, briefing the training rows")
+    assert "sealing the holdout, briefing the training rows ..." in out.getvalue()
+    piped = io.StringIO()
+    RichProgress(Console(file=piped, force_terminal=False)).on_phase("recording")
+    assert piped.getvalue() == ""
