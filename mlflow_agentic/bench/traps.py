@@ -39,7 +39,8 @@ class TrapRow:
         return self.naive_gap > SELF_DECEPTION_GAP or self.naive_used_planted
 
 
-def naive_baseline(train: Dataset, holdout: Dataset, seed: int, planted: str | None):
+def naive_baseline(train: Dataset, holdout: Dataset, seed: int, planted: str | None
+                   ) -> tuple[float, float, float, bool]:
     """Gradient boosting on every raw column, random 5-fold CV, no checks: what many do."""
     from sklearn.compose import ColumnTransformer
     from sklearn.pipeline import Pipeline

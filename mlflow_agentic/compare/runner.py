@@ -89,6 +89,7 @@ class CompareOptions:
 
     def arm_settings(self, seed: int = 0, cv=None, trainers=None) -> SearchSettings:
         """One arm's settings: its seed, the shared folds and the trainers of the dataset."""
+        assert self.settings is not None, "set in __post_init__"
         return self.settings.replace(seed=seed, cv=self.cv if cv is None else cv,
                                      trainers=trainers)
 
@@ -179,7 +180,7 @@ def _shared_params(options: CompareOptions) -> dict:
 
 
 def _compare_one(dataset, trainers, options: CompareOptions, tracker, comparison_id: str,
-                 recordings: dict[int, list[dict]], say, observers, output) -> object:
+                 recordings: dict[int, list[dict]], say, observers, output) -> DatasetReport:
     task: SealedTask = seal(dataset, split=options.split, cv=options.cv,
                             cv_scheme=options.cv_scheme, random_state=options.split_seed,
                             keep_flagged_columns=options.keep_flagged_columns)
@@ -290,7 +291,8 @@ def _run_arm(task, name, seed, trainers, options, llm, splits, verifier, tags, o
                                 run_name=f"{task.dataset.name}-{name}-s{seed}", tags=tags)
     searched = search_sealed(task, make, options.arm_settings(seed, splits, trainers),
                              verifier=verifier, tracker=arm_tracker, observers=observers)
-    return arm_from_search(searched, proposer=name, seed=seed, run_id=arm_tracker.parent_run_id,
+    return arm_from_search(searched, proposer=name, seed=seed,
+                           run_id=arm_tracker.parent_run_id or "",
                            llm_exchanges=getattr(made[0], "exchanges", ()))
 
 
@@ -302,7 +304,7 @@ def _keep(directory: Path, output, name: str) -> None:
 
 
 def _log_ranking(tracker, result: ComparisonResult, output) -> None:
-    grid = ranking_grid(result.ranking)
+    grid = ranking_grid(result.ranking or [])
     lines = [f"## Proposers ranked across {len(result.reports)} datasets "
              f"({result.comparison_id})", "", grid_markdown(grid), ""]
     lines += [f"- {r.dataset}: {r.verdict}" for r in result.reports]

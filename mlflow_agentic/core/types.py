@@ -21,12 +21,12 @@ COMBINERS = (ENSEMBLE, STACK)
 """Attempts made of other attempts (params ``members``): refit member by member."""
 
 
-def is_classification(task: str) -> bool:
+def is_classification(task: str | None) -> bool:
     """Whether ``task`` predicts classes (binary or multiclass)."""
     return task in CLASSIFICATION
 
 
-def is_regression(task: str) -> bool:
+def is_regression(task: str | None) -> bool:
     """Whether ``task`` predicts a number."""
     return task == "regression"
 

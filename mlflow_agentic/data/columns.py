@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -133,8 +134,8 @@ def recount_frame(columns: dict[str, ColumnInfo], frame: pd.DataFrame) -> dict[s
 def infer_column(name: str, series: pd.Series) -> ColumnInfo:
     """Classify one raw column."""
     missing_rate, n_unique, non_null = _counts(series)
-    base = {"name": name, "dtype": str(series.dtype), "missing_rate": missing_rate,
-            "n_unique": n_unique}
+    base: dict[str, Any] = {"name": name, "dtype": str(series.dtype),
+                            "missing_rate": missing_rate, "n_unique": n_unique}
 
     if n_unique <= 1:
         return ColumnInfo(kind="constant", reason=f"{n_unique} distinct value(s)", **base)

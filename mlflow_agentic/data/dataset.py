@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -281,7 +282,9 @@ def _open_maybe_compressed(path: Path):
     import gzip
     import lzma
 
-    opener = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}.get(path.suffix.lower())
+    openers: dict[str, Callable[..., Any]] = {".gz": gzip.open, ".bz2": bz2.open,
+                                              ".xz": lzma.open}
+    opener = openers.get(path.suffix.lower())
     return opener(path, "rb") if opener else open(path, "rb")  # noqa: SIM115
 
 

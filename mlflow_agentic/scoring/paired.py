@@ -130,6 +130,7 @@ def _weighted_auc(y, outputs: Outputs, resampled) -> np.ndarray:
     """ROC AUC of every resample (NaN where it holds one class only), as ``roc_auc_score`` on
     the resampled rows: ties count a half."""
     positive = np.asarray(y == outputs.classes[1], dtype=float)
+    assert outputs.proba is not None, "ROC AUC needs probabilities"
     score = outputs.proba[:, 1]
     order = np.argsort(score, kind="mergesort")
     starts = np.flatnonzero(np.r_[True, np.diff(score[order]) != 0])  # groups of equal scores

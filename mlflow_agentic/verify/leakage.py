@@ -138,7 +138,7 @@ def check_single_feature(dataset) -> list[Finding]:
 
 # ---- 2. missing values separate the classes ---------------------------------------------------
 def check_missing_separation(dataset) -> list[Finding]:
-    findings = []
+    findings: list[Finding] = []
     if is_regression(dataset.task):
         return findings
     for column in dataset.feature_columns:
