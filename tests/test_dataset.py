@@ -130,3 +130,16 @@ def test_dates_written_day_first_are_read_day_first_every_one():
     both = Dataset.from_frame(frame, "y")
     assert both.columns["when"].kind == "categorical"
     assert any("dates written both day first and month first" in n for n in both.notes)
+
+
+def test_times_with_a_zone_beside_times_without_are_read_not_a_crash():
+    """openintro's email data (a validation dataset): ``2012-01-20T15:45:56Z``. Subtracting
+    the epoch from zoned times crashed the search while it sealed the holdout."""
+    from mlflow_agentic.trainers.transforms import to_datetime_features
+
+    frame = pd.DataFrame({"t": ["2012-01-20T15:45:56Z", "2012-01-03 22:01:57",
+                                "2012-01-03T22:01:57+02:00", None]})
+    days = to_datetime_features(frame)["t__days"]
+    assert days.iloc[0] == pytest.approx(15359.656898, abs=1e-6)
+    assert days.iloc[2] < days.iloc[1]  # +02:00 is two hours earlier in UTC
+    assert pd.isna(days.iloc[3])

@@ -74,7 +74,7 @@ def _looks_datetime(series: pd.Series) -> bool:
     sample = values.iloc[: min(len(values), 500)]
     if sample.map(lambda v: bool(_DATE_LIKE.match(v))).mean() < DATETIME_TEXT_MIN_SHARE:
         return False
-    parsed = pd.to_datetime(sample, errors="coerce", format="mixed")
+    parsed = pd.to_datetime(sample, errors="coerce", format="mixed", utc=True)
     return float(parsed.notna().mean()) >= DATETIME_TEXT_MIN_SHARE
 
 

@@ -104,16 +104,20 @@ def to_datetime_features(X, dayfirst=()):
 
 
 def _dates(values: pd.Series, dayfirst: bool) -> pd.Series:
-    """``values`` as timestamps; with ``dayfirst`` the dates with the year last read day first,
-    and those with the year first (ISO, 2021-04-03) as they are (pandas would swap their day
-    and month too)."""
+    """``values`` as timestamps in UTC without a zone (a time with a zone, ``...Z`` or
+    ``+02:00``, is moved to UTC; one without is taken as UTC); with ``dayfirst`` the dates with
+    the year last read day first, and those with the year first (ISO, 2021-04-03) as they are
+    (pandas would swap their day and month too)."""
+
+    def parsed(part, first: bool = False) -> pd.Series:
+        return pd.to_datetime(part, errors="coerce", format="mixed", dayfirst=first,
+                              utc=True).dt.tz_localize(None)
+
     if not dayfirst:
-        return pd.to_datetime(values, errors="coerce", format="mixed")
+        return parsed(values)
     year_first = values.astype(str).str.match(r"^\s*\d{4}[-/.]")
-    iso = pd.to_datetime(values.where(year_first), errors="coerce", format="mixed")
-    rest = pd.to_datetime(values.where(~year_first), errors="coerce", format="mixed",
-                          dayfirst=True)
-    return iso.where(year_first, rest)
+    return parsed(values.where(year_first)).where(year_first,
+                                                  parsed(values.where(~year_first), True))
 
 
 def datetime_feature_names(transformer, input_features):
