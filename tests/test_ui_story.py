@@ -152,7 +152,7 @@ def test_the_printed_link_opens_this_search_sorted_with_the_columns_of_its_story
     assert view["orderByKey"] == "metrics.`cv_roc_auc`" and view["orderByAsc"] is False
     assert view["selectedColumns"] == [
         "tags.`rank`", "tags.`tie`", "tags.`selected`", "metrics.`cv_roc_auc`",
-        "metrics.`holdout_roc_auc`", "metrics.`gap`", "attributes.`Models`"]
+        "metrics.`holdout_roc_auc`", "metrics.`gap`"]
     shown = story.client.search_runs([parent.info.experiment_id], view["searchFilter"],
                                      order_by=["metrics.cv_roc_auc DESC"])
     assert {r.info.run_id for r in shown} == {k.info.run_id for k in story.children}

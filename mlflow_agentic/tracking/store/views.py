@@ -14,16 +14,16 @@ SHARED_VIEW = "mlflow.sharedViewState."
 
 def view_state(parent_run_id: str, metric) -> dict:
     """The runs table of this search: its attempts, sorted by CV, with rank, tie, selected, CV,
-    holdout and gap as columns, and the model (and nothing else: at 1440x900, beside the
-    Assistant panel MLflow opens on a first visit, these fit; CV's spread and the fit time are
-    on each run and in the leaderboard)."""
+    holdout and gap as columns (and nothing else: at 1440x900, beside the Assistant panel MLflow
+    opens on a first visit, these fit; CV's spread, the fit time and the model are on each run
+    and in the leaderboard)."""
     m = metric.name
     tags = [f"tags.`{t}`" for t in ("rank", "tie", "selected")]
     names = (f"cv_{m}", f"holdout_{m}", "gap")
     metrics = [f"metrics.`{k}`" for k in names]  # what matters first
-    columns = [*tags, *metrics, "attributes.`Models`"]
-    widths = dict(zip(tags, (52, 44, 72), strict=True)) | {
-        key: max(64, 7 * len(name) + 12) for key, name in zip(metrics, names, strict=True)}
+    columns = [*tags, *metrics]
+    widths = dict(zip(tags, (40, 50, 60), strict=True)) | dict(zip(metrics, (80, 100, 72),
+                                                                  strict=True))
     return {"searchFilter": f"tags.`mlflow.parentRunId` = '{parent_run_id}'",
             "orderByKey": f"metrics.`cv_{m}`", "orderByAsc": not metric.greater_is_better,
             "lifecycleFilter": "Active", "datasetsFilter": [], "modelVersionFilter":
