@@ -203,11 +203,11 @@ class EngineeringRun:
     """The rule that chose ``best_attempt`` (``engine.selection``)."""
     selection_note: str = ""
     """Why ``best_attempt`` is not the top one when no tie rule chose it: code mode's submitter,
-    or a refit that would not fit the time left (``engine.selection.affordable``); or why a
+    or a refit that would not fit the time left (``engine.after.selection.affordable``); or why a
     combination is the top one over a higher single CV score (``combination_wins``)."""
     top_attempt: AttemptRecord | None = None
     """The verified attempt with the top CV score, or the ensemble (stack) worth more than
-    choosing that one (``engine.selection.combination_wins``); ``best_attempt`` under
+    choosing that one (``engine.after.selection.combination_wins``); ``best_attempt`` under
     ``best``."""
     bagged: bool = False
     """``model`` is the average of the selected attempt's fold models, not a refit."""

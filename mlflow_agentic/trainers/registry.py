@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from importlib.metadata import entry_points
 
 from mlflow_agentic.core.errors import UserInputError, did_you_mean
+from mlflow_agentic.core.types import COMBINERS
 from mlflow_agentic.trainers.base import Trainer
 from mlflow_agentic.trainers.builtin import builtin_trainers
 
@@ -84,7 +85,7 @@ def resolve_trainers(names: Iterable[str] | None, task: str) -> list[str]:
 def model_requirements(record) -> tuple[str, ...]:
     """Distributions a logged model of this attempt needs: its trainer's, or for an ensemble or
     a stack (params ``trainers``: the members' trainer names) every member's."""
-    combined = record.candidate.trainer in ("ensemble", "stack")  # engine.refit.COMBINERS
+    combined = record.candidate.trainer in COMBINERS
     names = record.params.get("trainers") if combined else None
     names = names or [record.candidate.trainer]
     registry = trainer_registry()
