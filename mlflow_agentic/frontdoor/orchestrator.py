@@ -26,8 +26,8 @@ FINISH_SECONDS = 1.0
 FINISH_SHARE = 0.03
 """Kept back from a time budget for what follows the loop (model logging, the evaluator on the
 holdout, the registry gate, plots): 1 s + 3% (docs/performance.md has the measurements). A
-model over 30 MB is the loop's to plan for (``engine.search.budget.LOG_SECONDS_PER_MB``); diagnostics
-that would not fit are skipped and say so."""
+model over 30 MB is the loop's to plan for (``engine.search.budget.LOG_SECONDS_PER_MB``);
+diagnostics that would not fit are skipped and say so."""
 FINISH_PER_ROW = 1.5e-5
 """And per row of the file beyond ``FINISH_FREE_ROWS``: the holdout rows logged and scored,
 the data profile (21 s at 1.4M rows)."""
