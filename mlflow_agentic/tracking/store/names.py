@@ -45,6 +45,6 @@ def check_experiment_live(uri: str, name: str) -> None:
         return  # the store answers for itself when the search starts
     if found is not None and found.lifecycle_stage == "deleted":
         raise UserInputError(
-            f"experiment {name!r} (id {found.experiment_id}) is deleted in {uri}: restore it "
+            f"experiment {name!r} (id {found.experiment_id}) is deleted in {uri}: restore it first "
             f"(mlflow experiments restore --experiment-id {found.experiment_id}, with "
             f"MLFLOW_TRACKING_URI={uri}) or give another --experiment")
