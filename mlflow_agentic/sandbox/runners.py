@@ -151,9 +151,9 @@ class DockerSandbox:
             labels={cleanup.LABEL: "candidate", cleanup.OWNER: cleanup.owner_token(),
                     cleanup.STAGED: str(paths["out"].parent)})
         cleanup.LIVE.add(container)
+        outputs = Outputs()
         try:
             killed, ready = self._wait(container, time.monotonic() + lim.timeout)
-            outputs = Outputs()
             if ready:
                 outputs = _copy_out(client, container, job.caps(_bytes(lim.outputs)))
             logs = container.logs(tail=200).decode(errors="replace")
@@ -297,8 +297,8 @@ def run_all(sandbox, jobs: Sequence[SandboxJob], parallel: int = 1) -> list[Sand
                 break
         else:
             done = None
-        return [f.result() if f is done or (not f.cancelled() and f.result().ok)
-                else _not_run(job, sandbox, failed) for f, job in zip(futures, jobs, strict=True)]
+        return [f.result() if f is done or _ran_ok(f) else _not_run(job, sandbox, failed)
+                for f, job in zip(futures, jobs, strict=True)]
     except BaseException:  # Ctrl-C, SIGTERM: stop the containers now, not at their timeout
         pool.shutdown(wait=False, cancel_futures=True)
         getattr(sandbox, "stop_all", lambda: 0)()
@@ -306,6 +306,16 @@ def run_all(sandbox, jobs: Sequence[SandboxJob], parallel: int = 1) -> list[Sand
     finally:
         pool.shutdown(wait=True)
         cleanup.LIVE.reopen()  # its threads are done: a later job (a refit, a prediction) runs
+
+
+def _ran_ok(future) -> bool:
+    """Whether a job the early stop did not cancel finished well (one it stopped may raise)."""
+    if future.cancelled():
+        return False
+    try:
+        return bool(future.result().ok)
+    except Exception:  # noqa: BLE001 - stopped under it: reported as not run
+        return False
 
 
 def _not_run(job: SandboxJob, sandbox, failed: SandboxResult | None) -> SandboxResult:
