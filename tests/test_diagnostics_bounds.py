@@ -4,8 +4,6 @@
 
 from __future__ import annotations
 
-import time
-
 import mlflow
 import numpy as np
 import pandas as pd
@@ -36,12 +34,9 @@ def test_a_wide_tables_importance_is_skipped_with_its_reason(tmp_path):
     mlflow.set_tracking_uri(f"sqlite:///{tmp_path / 'mlflow.db'}")
     try:
         with mlflow.start_run():
-            started = time.perf_counter()
             tags = log_diagnostics(Direct(), model, train, holdout, "roc_auc")
-            took = time.perf_counter() - started
     finally:
         mlflow.set_tracking_uri(None)
     assert tags["diagnostics.importance"].startswith("skipped: ")
     assert f"more than {IMPORTANCE_MAX_CELLS:,}" in tags["diagnostics.importance"]
     assert "2,000 columns" in tags["diagnostics.importance"]
-    assert took < 60, took
