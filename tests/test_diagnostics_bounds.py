@@ -33,7 +33,8 @@ def test_a_wide_tables_importance_is_skipped_with_its_reason(tmp_path):
     model = get_trainer("linear").pipeline(train, {}).fit(train.X, train.y)
     mlflow.set_tracking_uri(f"sqlite:///{tmp_path / 'mlflow.db'}")
     try:
-        with mlflow.start_run():
+        experiment = mlflow.create_experiment("wide")
+        with mlflow.start_run(experiment_id=experiment):
             tags = log_diagnostics(Direct(), model, train, holdout, "roc_auc")
     finally:
         mlflow.set_tracking_uri(None)
