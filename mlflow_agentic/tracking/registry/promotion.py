@@ -27,7 +27,7 @@ from mlflow_agentic.scoring.paired import Outputs, paired_bootstrap
 from mlflow_agentic.scoring.promotion import DEFAULT_MAX_GAP, Decision, decide
 from mlflow_agentic.tracking.registry.provenance import provenance
 from mlflow_agentic.tracking.registry.versions import version_outputs
-from mlflow_agentic.tracking.store import downloaded
+from mlflow_agentic.tracking.store import downloaded, file_lock
 
 HOLDOUT_ARTIFACT = ev.HOLDOUT_ARTIFACT
 SCORE_TOLERANCE = 1e-3
@@ -168,19 +168,13 @@ def _promotion_lock(model: str):
     if not uri.startswith("sqlite:///"):
         yield
         return
-    import fcntl
     import hashlib
     from pathlib import Path
 
     store = Path(uri.removeprefix("sqlite:///"))
     name = hashlib.sha256(model.encode()).hexdigest()[:16]
-    path = store.with_name(f"{store.name}.promote-{name}.lock")
-    with open(path, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    with file_lock(store.with_name(f"{store.name}.promote-{name}.lock")):
+        yield
 
 
 def _unlike(tags: dict, champion, data: str) -> str:

@@ -40,6 +40,7 @@ _EXPORTS = {
     "deleted_while_running": "mlflow_agentic.tracking.store.retry",
     "deliver_trace": "mlflow_agentic.tracking.store.delivery",
     "downloaded": "mlflow_agentic.tracking.store.artifacts",
+    "file_lock": "mlflow_agentic.tracking.store.check",
     "find_journals": "mlflow_agentic.tracking.store.journal",
     "flush_journal": "mlflow_agentic.tracking.store.delivery",
     "journal_dir": "mlflow_agentic.tracking.store.journal",
@@ -79,6 +80,7 @@ __all__ = [
     "deleted_while_running",
     "deliver_trace",
     "downloaded",
+    "file_lock",
     "find_journals",
     "flush_journal",
     "journal_dir",
@@ -93,7 +95,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from mlflow_agentic.tracking.store.artifacts import downloaded, model_sha256
-    from mlflow_agentic.tracking.store.check import check_store
+    from mlflow_agentic.tracking.store.check import check_store, file_lock
     from mlflow_agentic.tracking.store.connection import Connection
     from mlflow_agentic.tracking.store.context import (
         active_search,

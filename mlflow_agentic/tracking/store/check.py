@@ -40,7 +40,7 @@ def check_store(uri: str | None = None) -> str:
     if uri.startswith("sqlite:///"):
         path = Path(uri.removeprefix("sqlite:///"))
         _check_writable(path, uri, use_local)
-        with _file_lock(path.with_name(path.name + ".lock")):
+        with file_lock(path.with_name(path.name + ".lock")):
             _initialise(uri)
         return uri
     if uri.startswith("file:") or "://" not in uri:
@@ -130,7 +130,8 @@ def _check_writable(path: Path, uri: str, instead: str) -> None:
 
 
 @contextlib.contextmanager
-def _file_lock(path: Path):
+def file_lock(path: Path):
+    """An exclusive lock on ``path`` for the block (other processes on this machine wait)."""
     try:
         import fcntl
     except ImportError:  # not POSIX: no lock, MLflow's own retry
