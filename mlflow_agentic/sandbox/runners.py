@@ -286,18 +286,17 @@ def run_all(sandbox, jobs: Sequence[SandboxJob], parallel: int = 1) -> list[Sand
         return results
     pool = ThreadPoolExecutor(min(parallel, len(jobs)))
     futures = [pool.submit(sandbox.run, job) for job in jobs]
-    done, failed = None, None
+    first_failure = None
     try:
-        for done in as_completed(futures):
-            if not done.result().ok:
-                failed = done.result()
-                for future in futures:
-                    future.cancel()
+        for future in as_completed(futures):
+            if not future.result().ok:
+                first_failure = future
+                for other in futures:
+                    other.cancel()
                 getattr(sandbox, "stop_all", lambda: 0)()
                 break
-        else:
-            done = None
-        return [f.result() if f is done or _ran_ok(f) else _not_run(job, sandbox, failed)
+        failed = first_failure.result() if first_failure is not None else None
+        return [f.result() if f is first_failure or _ran_ok(f) else _not_run(job, sandbox, failed)
                 for f, job in zip(futures, jobs, strict=True)]
     except BaseException:  # Ctrl-C, SIGTERM: stop the containers now, not at their timeout
         pool.shutdown(wait=False, cancel_futures=True)

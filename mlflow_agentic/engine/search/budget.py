@@ -276,13 +276,12 @@ class LoopBudget:
 
     def _spent_words(self, kept: float) -> str:
         """The stop in the user's terms: their budget, and how it was shared."""
-        total = self.settings.time_budget
-        share = (f"{self.seconds:.1f}s for the search, {kept:.1f}s of it kept for the refit"
-                 if self.seconds is not None else "")
-        if total is None or self.seconds is None:
-            return f"time budget spent: searched {self.elapsed():.1f}s of {share}"
+        total, seconds = self.settings.time_budget, self.seconds or 0.0
+        share = f"{seconds:.1f}s for the search, {kept:.1f}s of it kept for the refit"
+        if total is None:  # a loop budget given alone (the Python API)
+            return f"time budget spent: searched {self.elapsed():.1f}s ({share})"
         return (f"time budget spent: searched {self.elapsed():.1f}s ({total:g}s budget: "
-                f"{share}; {max(total - self.seconds, 0.0):.1f}s for reading, sealing and "
+                f"{share}; {max(total - seconds, 0.0):.1f}s for reading, sealing and "
                 "recording)")
 
     def exhausted(self, iterations: int, patience_left: int | None) -> StopReason | None:
