@@ -36,7 +36,8 @@ def dataset_source(ds):
 
 def reopen(search, context: SearchContext) -> None:
     """Continue the killed search in its own run: back to RUNNING, its attempts cut
-    mid-way marked KILLED (they run again), its finished attempts' runs kept as they are."""
+    mid-way marked KILLED (they run again), its finished attempts' runs kept as they are
+    (ended, where the kill came after an attempt's verdict and before its run's end)."""
     point, ds = search.resume, context.dataset
     search.search_id = point.tags.get("agentic.search_id", search.search_id)
     search.conn.call("choosing the experiment", mlflow.set_experiment,
@@ -51,6 +52,8 @@ def reopen(search, context: SearchContext) -> None:
         search.conn.log(run_id, {}, {}, {"resume.note": f"cut when the search was killed; attempt "
                                   f"{index} runs again on resume"})
         search.conn.client.set_terminated(run_id, "KILLED")
+    for run_id, status in point.unended.items():
+        search.conn.client.set_terminated(run_id, status)
     for stale in ("error", "kept"):  # the interruption's; the resumed search says its own
         if stale in point.tags:
             search.conn.client.delete_tag(search.run_id, stale)

@@ -1,6 +1,7 @@
 """Reading a killed search back from MLflow so ``--resume RUN_ID`` can continue it.
 
-Every finished attempt (its child run ended FINISHED or FAILED with a verdict) comes back with
+Every finished attempt (its child run has a verdict: ended FINISHED or FAILED, or left RUNNING
+after its verdict was written) comes back with
 its parameters, fold scores, timings, and the out-of-fold and holdout-row outputs it recorded
 (``outputs.npz``); the engine replays the search and uses these instead of fitting again
 (``engine.restore``). Attempts cut mid-way are marked KILLED and run again.
@@ -46,6 +47,10 @@ class ResumePoint:
     attempts: dict[int, Restored] = field(default_factory=dict)
     cut: dict[str, int] = field(default_factory=dict)
     """Attempt runs left RUNNING by the killed process (run id -> index): marked KILLED."""
+    unended: dict[str, str] = field(default_factory=dict)
+    """Finished attempts whose runs were left RUNNING (run id -> the status they end with):
+    the verdict was written, the end was not (the disk filled, or the selected attempt's run
+    was reopened to log the model). Restored like the others, and ended on resume."""
     finalizing: bool = False
     """Workers' attempts being finalized: replayed by a fixed list, the ensemble and the
     selection rule are finalize's own."""
@@ -156,8 +161,12 @@ def load_resume_point(client, run_id: str, finalizing: bool = False) -> ResumePo
     with tempfile.TemporaryDirectory(prefix="mlflow-agentic-resume-") as tmp:
         for child in children:
             index = int(child.data.tags.get("attempt.index", "0"))
-            if child.info.status in ("FINISHED", "FAILED") and "verdict" in child.data.tags:
+            if child.info.status in ("FINISHED", "FAILED", "RUNNING") \
+                    and "verdict" in child.data.tags:
                 point.attempts[index] = _restore(client, child, metric, Path(tmp))
+                if child.info.status == "RUNNING":
+                    point.unended[child.info.run_id] = (
+                        "FAILED" if "error" in child.data.tags else "FINISHED")
             elif child.info.status == "RUNNING":
                 point.cut[child.info.run_id] = index
     return point

@@ -7,14 +7,28 @@ writer thread sends (``sending``: no window; the journal keeps them meanwhile).
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 from collections.abc import Callable
 
 import mlflow
 
+from mlflow_agentic.core.errors import disk_full
 from mlflow_agentic.tracking.store.delivery import log_batch
 from mlflow_agentic.tracking.store.retry import Retrying, RetryingClient
+
+
+class _NotDiskFull(logging.Filter):
+    """Drops MLflow's traceback for a full disk: the search says it in one message (what the
+    store holds, how to continue), and 60 lines of SQLAlchemy before it hide that message."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        return not (disk_full(error) or "database or disk is full" in record.getMessage())
+
+
+_QUIET_FULL_DISK = _NotDiskFull()
 
 
 class Connection:
@@ -22,6 +36,7 @@ class Connection:
 
     def __init__(self, tracking_uri: str | None, recorded: Callable[[], str],
                  say: Callable[[str], None], next_step: Callable[[], str]) -> None:
+        logging.getLogger("mlflow.store.db.utils").addFilter(_QUIET_FULL_DISK)  # once: a set
         if tracking_uri:
             mlflow.set_tracking_uri(tracking_uri)
             mlflow.tracing.reset()  # traces follow the new store
