@@ -10,10 +10,11 @@ from __future__ import annotations
 import json
 import os
 import time
-from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import Any
+
+from mlflow_agentic.core.threads import in_background
 
 MODES = ("json_schema", "json_object", "text")
 
@@ -162,18 +163,18 @@ class LLMClient:
         if deadline is not None:
             wait = max(0.0, min(wait, deadline - time.perf_counter()))
         client = self.client
-        pool = ThreadPoolExecutor(1)
-        call = pool.submit(client.chat.completions.create, model=self.config.model,
-                           messages=messages, temperature=0.2,
-                           max_tokens=self.config.max_tokens, **self._format(schema, name),
-                           **self._seed())
-        pool.shutdown(wait=False)
+        call = in_background("mlflow-agentic-llm-call", client.chat.completions.create,
+                             model=self.config.model, messages=messages, temperature=0.2,
+                             max_tokens=self.config.max_tokens, **self._format(schema, name),
+                             **self._seed())
         try:
             return call.result(timeout=wait)
-        except FutureTimeout:
-            self._client = None  # a fresh connection next time
-            client.close()  # the stuck read ends with the connection
-            raise CallTimedOut(f"no whole answer within {wait:.1f}s") from None
+        except BaseException as exc:  # timed out, or Ctrl-C: the stuck read ends with its
+            self._client = None  # connection, and the next call opens a fresh one
+            client.close()
+            if isinstance(exc, FutureTimeout):
+                raise CallTimedOut(f"no whole answer within {wait:.1f}s") from None
+            raise
 
     def check_reachable(self) -> None:
         """Fail fast (before a long comparison) when the endpoint does not answer at all."""

@@ -12,7 +12,6 @@ import logging
 import tempfile
 import time
 import warnings
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import mlflow
@@ -23,6 +22,7 @@ from mlflow.pyfunc import PyFuncModel
 
 from mlflow_agentic.core.labels import labels_of
 from mlflow_agentic.core.metrics import METRICS
+from mlflow_agentic.core.threads import in_background
 from mlflow_agentic.core.types import is_classification
 from mlflow_agentic.engine.evaluate.folds import model_output, score_output
 from mlflow_agentic.tracking.registry import quiet_loggers
@@ -111,15 +111,14 @@ def log_diagnostics(rec, model, train, holdout, metric: str, model_id: str | Non
                                        "the time budget had left")
         return False
 
-    with ThreadPoolExecutor(1) as pool:
-        begun = time.perf_counter()
-        table = (pool.submit(importance, model, hd, train, metric, seed)
-                 if fits("importance") else None)
-        if fits("evaluate"):
-            _record(rec, tags, "evaluate", begun, _evaluate, model, hd, train, model_id)
-        if table is not None:
-            _record(rec, tags, "importance", begun,
-                    lambda: _log_importance(table.result(), metric))
+    begun = time.perf_counter()
+    table = in_background("mlflow-agentic-importance", importance, model, hd, train, metric, seed) \
+        if fits("importance") else None
+    if fits("evaluate"):
+        _record(rec, tags, "evaluate", begun, _evaluate, model, hd, train, model_id)
+    if table is not None:
+        _record(rec, tags, "importance", begun,
+                lambda: _log_importance(table.result(), metric))
     return tags
 
 
