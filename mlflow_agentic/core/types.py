@@ -231,6 +231,13 @@ class EngineeringRun:
         return "true" if inside else ""
 
     @property
+    def chosen(self) -> AttemptRecord:
+        """``best_attempt``, where the caller holds a model (so an attempt was selected)."""
+        if self.best_attempt is None:
+            raise RuntimeError("no attempt was selected: this search has no model")
+        return self.best_attempt
+
+    @property
     def tie_window(self) -> float:
         """The top attempt's standard error: scores closer than this are a tie."""
         return self.top_attempt.standard_error if self.top_attempt else float("nan")

@@ -70,10 +70,10 @@ def predict_rows(uri: str, rows: pd.DataFrame, keep: str | None = None, *,
     import mlflow
     from mlflow.exceptions import MlflowException
 
-    kept = None if keep is None else rows.get(keep)
     if keep is not None and keep not in rows.columns:
         raise UserInputError(f"--keep {keep!r}: no such column in the rows (columns: "
                              f"{', '.join(map(str, rows.columns[:12]))}...)")
+    kept = None if keep is None else rows[keep]
     try:
         model = mlflow.pyfunc.load_model(uri)
     except MlflowException as exc:
@@ -93,7 +93,7 @@ def predict_rows(uri: str, rows: pd.DataFrame, keep: str | None = None, *,
     except (ValueError, KeyError, TypeError) as exc:
         raise UserInputError(f"the model refused the rows: {exc}") from exc
     frame = out if isinstance(out, pd.DataFrame) else pd.DataFrame({"label": list(out)})
-    if keep is not None:
+    if keep is not None and kept is not None:
         frame.insert(0, keep, kept.to_numpy())
     return frame
 

@@ -94,6 +94,8 @@ class GeneratedCodeModel(ServedModel):
 
         spec = importlib.util.spec_from_file_location("candidate",
                                                       context.artifacts["candidate"])
+        if spec is None or spec.loader is None:
+            raise RuntimeError(f"cannot load {context.artifacts['candidate']} as a module")
         module = importlib.util.module_from_spec(spec)
         sys.modules["candidate"] = module  # the pipeline's pickle refers to this name
         spec.loader.exec_module(module)

@@ -17,6 +17,7 @@ from pathlib import Path
 import mlflow
 import numpy as np
 import pandas as pd
+from mlflow.data.pandas_dataset import from_pandas
 from mlflow.models import Model
 from mlflow.pyfunc import PyFuncModel
 
@@ -135,7 +136,7 @@ def _evaluate(model, hd, train, model_id: str | None) -> None:
     config = {"log_model_explainability": False, "metric_prefix": "holdout_"}
     if train.task == "binary":
         config["pos_label"] = train.positive_class
-    data = mlflow.data.from_pandas(hd.frame, targets=hd.target, name="holdout")
+    data = from_pandas(hd.frame, targets=hd.target, name="holdout")
     view = PyFuncModel(Model(flavors={"python_function": {"loader_module": "mlflow.sklearn"}}),
                        _SklearnView(model))
     # the evaluator's INFO lines (active model set, label inference) are not for our users

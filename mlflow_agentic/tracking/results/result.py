@@ -57,7 +57,7 @@ def record_result(rec, run: EngineeringRun, report=None, holdout=None, *,
     note = [f"### {run.summary()}", "", f"Stopped: {run.stop_reason}.", "",
             f"[This search's attempts, best CV first]({rec.runs_link()})."]
     selected_id = rec.child_run_ids.get(best.index) if best is not None else None
-    if selected_id:
+    if best is not None and selected_id:
         note += ["", f"**Selected attempt: [{best.index:02d}-{best.candidate.title}]"
                      f"({rec.run_link(selected_id)})** (CV {m} {best.score:.4f} ± "
                      f"{best.score_std:.4f}); it holds the model, its holdout diagnostics and "
@@ -89,7 +89,7 @@ def _log_on_selected(rec, run: EngineeringRun, report, holdout,
 
     from mlflow_agentic.tracking.results.diagnostics import log_diagnostics
 
-    best, ctx = run.best_attempt, rec.context
+    best, ctx = run.chosen, rec.context
     with rec.attempt_run(best.index) as run_id:
         info = rec.call("logging the model", log_model, run.model, ctx.dataset,
                         model_requirements(best), name=_model_name(best))
@@ -157,7 +157,7 @@ def _no_better(rec, run: EngineeringRun, holdout, report, register_name: str | N
 
 
 def _selected_note(run: EngineeringRun, report) -> str:
-    best, m = run.best_attempt, run.metric
+    best, m = run.chosen, run.metric
     lines = [f"**selected** ({best.status}; rule `{run.selection}`): {best.verdict.reason}",
              "", f"CV {m} {best.score:.4f} ± {best.score_std:.4f} over "
              f"{len(best.fold_scores)} folds{run.tie_note()}."]
@@ -202,7 +202,7 @@ def _register(rec, run: EngineeringRun, best: AttemptRecord, report, logged: Reg
     name = _name(rec, register_name)
     m = run.metric
     tags = {
-        ev.METRIC: m, ev.cv(m): f"{ev.shown(run.best_score):.4f}",
+        ev.METRIC: m, ev.cv(m): f"{ev.shown(best.score):.4f}",
         ev.baseline(m): f"{run.baseline_score:.6f}",
         ev.VERDICT: best.verdict.reason, ev.TRAINER: best.candidate.trainer,
         ev.RUN_ID: rec.child_run_ids.get(best.index, ""), ev.SEARCH_RUN_ID: rec.parent_run_id,
@@ -230,7 +230,7 @@ def _register(rec, run: EngineeringRun, best: AttemptRecord, report, logged: Reg
 
 
 def _version_description(rec, run: EngineeringRun, report, name: str) -> str:
-    best, m, ctx = run.best_attempt, run.metric, rec.context
+    best, m, ctx = run.chosen, run.metric, rec.context
     run_id = rec.child_run_ids.get(best.index, "")
     s = report.selected
     held = (f"holdout {m} {s.holdout:.4f}, " if s is not None and s.error is None else "")
@@ -350,7 +350,6 @@ def _record_model(rec, run: EngineeringRun, report, holdout, note: list[str], ta
     """The selected model logged on its attempt's run and, by the registry policy and the
     evidence, registered (or why not: appended to the search run's ``note`` and ``tags``)."""
     register = policy != "never"
-    best = run.best_attempt
     outcome = Registration()
     if run.model is not None and not log_model:
         note.append("Model not logged (a comparison run: evidence about the proposer).")
@@ -376,7 +375,7 @@ def _record_model(rec, run: EngineeringRun, report, holdout, note: list[str], ta
                          if standing.startswith("the selected model has no holdout")
                          else "none (within noise of the registered one)"})
         elif register and report is not None:
-            outcome = _register(rec, run, best, report, outcome, register_name, alias,
+            outcome = _register(rec, run, run.chosen, report, outcome, register_name, alias,
                                 earlier)
             version = outcome.model_version
             note.append(f"Registered `{version.name}` version {version.version} from the "

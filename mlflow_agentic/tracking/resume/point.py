@@ -197,7 +197,7 @@ def recorded_llm_calls(client, point: ResumePoint) -> list[dict]:
             "error": outputs.get("error"),
             "prompt_tokens": int(attrs.get("prompt_tokens", 0) or 0),
             "completion_tokens": int(attrs.get("completion_tokens", 0) or 0)}
-    replayed = []
+    replayed: list[dict] = []
     while len(replayed) + 1 in calls:
         replayed.append(calls[len(replayed) + 1])
     return replayed
@@ -252,4 +252,4 @@ def write_outputs(path: Path, oof, extra) -> None:
     if extra is not None:
         arrays["extra"] = np.asarray(extra)
     with path.open("wb") as fh:  # np.savez on a name would add ".npz" to one without it
-        np.savez(fh, **arrays)
+        np.savez(fh, **arrays)  # type: ignore[arg-type]  # numpy's stub: allow_pickle
