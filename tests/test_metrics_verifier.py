@@ -46,3 +46,21 @@ def test_unbounded_metrics_take_a_relative_margin():
     assert v.verify(98.0, 100.0, greater_is_better=False, bounded=False).valid
     verdict = v.verify(99.5, 100.0, greater_is_better=False, bounded=False)
     assert not verdict.valid and ">= 100.0000 - margin 1% of 1.0000" in verdict.reason
+
+
+def test_a_near_perfect_score_counts_only_when_earned_and_the_question_is_asked_once():
+    asked = []
+
+    def earned():
+        asked.append(1)
+        return "a model without the suspect columns scores 0.999 too"
+
+    v = DeterministicVerifier(margin=0.01, earned=earned)
+    first, second = v.verify(0.999, 0.5, metric="roc_auc"), v.verify(0.998, 0.5,
+                                                                       metric="roc_auc")
+    assert first.valid and second.valid and not first.quarantined
+    assert "near-perfect and earned: a model without the suspect columns" in first.reason
+    assert len(asked) == 1 and v.verify(0.8, 0.5, metric="roc_auc").reason.startswith("beats")
+    refused = DeterministicVerifier(margin=0.01, earned=lambda: None)
+    assert refused.verify(0.999, 0.5, metric="roc_auc").quarantined
+    assert DeterministicVerifier(margin=0.01).verify(0.999, 0.5, metric="roc_auc").quarantined

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from mlflow_agentic.core.types import Verdict
 from mlflow_agentic.verify.leakage import check_too_good
@@ -16,12 +17,29 @@ class DeterministicVerifier:
 
     For bounded metrics (AUC, accuracy, F1, R2) the margin is absolute; for unbounded ones (RMSE,
     MAE, log loss) it is relative to the baseline, so it means the same at any scale.
+
+    ``earned``: asked once, at the first score too good to be true, whether such a score is
+    earned on this data without a leak (``engine.search.near_perfect``: the reason, or None).
+    Some tasks are that easy (handwritten digits: ROC AUC 0.999 from 64 pixels); a leak is a
+    column, and a model without the columns that could be one tells the two apart. Without
+    ``earned`` every such score is quarantined.
     """
 
-    def __init__(self, margin: float = DEFAULT_MARGIN) -> None:
+    def __init__(self, margin: float = DEFAULT_MARGIN,
+                 earned: Callable[[], str | None] | None = None) -> None:
         if not (0 <= margin < 1):
             raise ValueError(f"margin must be in [0, 1), got {margin!r}")
         self.margin = margin
+        self._earned = earned
+        self._earned_reason: list[str | None] = []
+
+    def earned_reason(self) -> str | None:
+        """Why a near-perfect score counts here (None: it is quarantined); asked once."""
+        if self._earned is None:
+            return None
+        if not self._earned_reason:
+            self._earned_reason.append(self._earned())
+        return self._earned_reason[0]
 
     def threshold(self, baseline: float, *, greater_is_better: bool, bounded: bool) -> float:
         """The score a candidate must strictly beat."""
@@ -32,10 +50,15 @@ class DeterministicVerifier:
                bounded: bool = True, metric: str | None = None) -> Verdict:
         if score is None or not math.isfinite(score):
             return Verdict(False, f"score is not finite ({score})", float("nan"))
+        earned = ""
         if metric is not None:
             finding = check_too_good(metric, score, baseline)
             if finding is not None:
-                return Verdict(False, f"quarantined: {finding.message}", score, quarantined=True)
+                reason = self.earned_reason()
+                if reason is None:
+                    return Verdict(False, f"quarantined: {finding.message}", score,
+                                   quarantined=True)
+                earned = f"; near-perfect and earned: {reason}"
         bar = self.threshold(baseline, greater_is_better=greater_is_better, bounded=bounded)
         beats = score > bar if greater_is_better else score < bar
         if not beats:
@@ -49,4 +72,4 @@ class DeterministicVerifier:
         sign = "+" if greater_is_better else "-"
         kind = "" if bounded else f"{self.margin:.0%} of "
         return Verdict(True, f"beats the trivial baseline ({score:.4f} {cmp} {baseline:.4f} "
-                       f"{sign} margin {kind}{abs(bar - baseline):.4f})", score)
+                       f"{sign} margin {kind}{abs(bar - baseline):.4f}){earned}", score)

@@ -42,6 +42,7 @@ from mlflow_agentic.engine.evaluate.outcome import Outcome
 from mlflow_agentic.engine.search.attempts import attempt_record, plan_attempt
 from mlflow_agentic.engine.search.batch import BatchRunner
 from mlflow_agentic.engine.search.budget import LoopBudget, full_refit_share, restart_for_refit
+from mlflow_agentic.engine.search.near_perfect import earned_without_suspects
 from mlflow_agentic.engine.search.restore import Restored
 from mlflow_agentic.engine.workers.parallel import WorkerPool, resolve_n_jobs, workers_that_fit
 from mlflow_agentic.trainers.registry import resolve_trainers
@@ -79,6 +80,8 @@ class AgenticAutoML:
         self.proposer = proposer
         self.settings = SearchSettings.of(settings, **changes)
         self.verifier = verifier or DeterministicVerifier(self.settings.margin)
+        self.own_verifier = verifier is None
+        """Made here: it learns, once the data is known, when a near-perfect score is earned."""
         self.n_jobs = resolve_n_jobs(self.settings.n_jobs,
                                      local=self.settings.backend_address is None)
         self.extra_X = extra_X
@@ -102,6 +105,10 @@ class AgenticAutoML:
         self.oof, self.extras = {}, {}
         context, splits = self._context(dataset)
         s = self.settings
+        if self.own_verifier:
+            findings = None if self.briefing is None else self.briefing.findings
+            self.verifier = DeterministicVerifier(s.margin, earned=lambda: earned_without_suspects(
+                dataset, splits, context.metric, context.baseline_score, findings, s.seed))
         self.budget.workers = self.n_jobs
         self.budget.full_refit = full_refit_share(
             dataset.n_rows, 0 if self.extra_X is None else len(self.extra_X))

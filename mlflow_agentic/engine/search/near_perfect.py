@@ -1,0 +1,61 @@
+"""Whether a near-perfect CV score is earned on this data, asked by the verifier at the first
+score too good to be true. A leak is a column: a model without the columns that could be one
+(each alone separates the classes or tracks the target, as the briefing's single-feature and
+missing-value findings say) still scores near-perfect when the task is that easy (handwritten
+digits from their pixels), and falls far below when the score came from those columns."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from mlflow_agentic.core.metrics import Metric
+from mlflow_agentic.engine.evaluate.evaluation import cross_validate
+from mlflow_agentic.verify import leakage
+
+PROBE_TRAINER = "hist_gradient_boosting"
+"""The model fitted without the suspect columns: sturdy on any table, with its defaults."""
+PROBE_FOLDS = 3
+"""Of the search's own folds: enough to tell 0.99 from 0.85, at a few seconds' cost, once."""
+SUSPECT_CHECKS = ("single_feature", "missing_separation")
+
+
+def suspects(dataset, findings: Sequence[leakage.Finding] | None) -> list[str]:
+    """The features a leak could hide in: those with a single-feature or missing-value
+    finding (a warning or worse), from the briefing when there is one."""
+    if findings is None:
+        findings = (leakage.check_single_feature(dataset)
+                    + leakage.check_missing_separation(dataset))
+    features = set(dataset.feature_columns)
+    return sorted({f.column for f in findings if f.check in SUSPECT_CHECKS
+                   and f.severity != "info" and f.column in features})
+
+
+def earned_without_suspects(dataset, splits: Sequence, metric: Metric, baseline: float,
+                            findings: Sequence[leakage.Finding] | None,
+                            seed: int = 0) -> str | None:
+    """Why a near-perfect score counts on ``dataset`` (None: it may be a leak, quarantine it)."""
+    from mlflow_agentic.trainers import get_trainer
+
+    columns = suspects(dataset, findings)
+    if not columns:
+        return ("no column alone separates the classes or tracks the target: the score comes "
+                "from the columns together")
+    if len(columns) == len(dataset.feature_columns):
+        return None
+    probe = dataset.exclude({c: "set aside: could a leak explain a near-perfect score?"
+                             for c in columns})
+    trainer = get_trainer(PROBE_TRAINER)
+    try:
+        cv = cross_validate(lambda: trainer.pipeline(probe, {}, seed), probe,
+                            list(splits)[:PROBE_FOLDS], metric)
+    except Exception:  # noqa: BLE001 - no evidence either way: the quarantine stands
+        return None
+    score = float(np.mean(cv.fold_scores))
+    if leakage.check_too_good(metric.name, score, baseline) is None:
+        return None
+    named = ", ".join(repr(c) for c in columns[:3]) + (
+        f" and {len(columns) - 3} more" if len(columns) > 3 else "")
+    return (f"{PROBE_TRAINER} without the {len(columns)} column(s) that alone come close "
+            f"({named}) scores {metric.name} {score:.4f} too")

@@ -1,0 +1,52 @@
+"""A near-perfect CV score is quarantined when a leak could explain it and counts when the task
+is that easy: a model without the columns that alone come close tells the two apart."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mlflow_agentic.core.metrics import resolve_metric
+from mlflow_agentic.data import Dataset
+from mlflow_agentic.engine.evaluate.cv import make_splits
+from mlflow_agentic.engine.search.near_perfect import earned_without_suspects, suspects
+
+
+def probe(frame: pd.DataFrame, target: str, metric: str = "roc_auc") -> str | None:
+    dataset = Dataset.from_frame(frame, target, name="probe")
+    splits = make_splits(dataset, 5, 0, "stratified")
+    return earned_without_suspects(dataset, splits, resolve_metric(metric, dataset.task), 0.5,
+                                   None)
+
+
+def test_a_leaky_column_beside_weak_ones_keeps_the_quarantine():
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(rng.normal(size=(800, 4)), columns=["a", "b", "c", "d"])
+    y = rng.random(800) < 1 / (1 + np.exp(-0.5 * frame["a"]))
+    flip = rng.random(800) < 0.04  # recorded after the outcome, mostly right
+    frame["refund"] = np.where(y ^ flip, "yes", "no")
+    frame["churned"] = np.where(y, "Yes", "No")
+    dataset = Dataset.from_frame(frame, "churned", name="leak")
+    assert suspects(dataset, None) == ["refund"]
+    assert probe(frame, "churned") is None
+
+
+def test_many_columns_together_with_none_alone_is_earned_without_a_probe():
+    rng = np.random.default_rng(1)
+    frame = pd.DataFrame(rng.normal(size=(600, 12)), columns=[f"x{i}" for i in range(12)])
+    frame["y"] = np.where(frame.sum(axis=1) > 0, "pos", "neg")
+    reason = probe(frame, "y")
+    assert reason is not None and "no column alone" in reason
+
+
+@pytest.mark.slow  # HistGradientBoosting on 3 folds of 1,797 images, 10 classes (about 10 s)
+def test_handwritten_digits_are_that_easy_without_their_most_telling_pixels():
+    from sklearn.datasets import load_digits
+
+    digits = load_digits(as_frame=True)
+    frame = digits.data.assign(digit=digits.target.map(lambda d: f"d{d}"))
+    dataset = Dataset.from_frame(frame, "digit", name="digits")
+    assert suspects(dataset, None)  # some pixels alone separate a digit from the rest
+    reason = probe(frame, "digit", "roc_auc_ovr")
+    assert reason is not None and "hist_gradient_boosting without the" in reason
