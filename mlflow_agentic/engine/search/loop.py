@@ -42,7 +42,7 @@ from mlflow_agentic.engine.evaluate.outcome import Outcome
 from mlflow_agentic.engine.search.attempts import attempt_record, plan_attempt
 from mlflow_agentic.engine.search.batch import BatchRunner
 from mlflow_agentic.engine.search.budget import LoopBudget, full_refit_share, restart_for_refit
-from mlflow_agentic.engine.search.near_perfect import earned_without_suspects
+from mlflow_agentic.engine.search.near_perfect import verifier_for
 from mlflow_agentic.engine.search.restore import Restored
 from mlflow_agentic.engine.workers.parallel import WorkerPool, resolve_n_jobs, workers_that_fit
 from mlflow_agentic.trainers.registry import resolve_trainers
@@ -57,11 +57,10 @@ class AgenticAutoML:
     stopping early after ``patience`` attempts without a verified improvement.
     ``max_attempts`` (seeds included) and ``time_budget`` (wall seconds, the refit included: the
     search stops early enough to refit the best in time, and cuts attempts still running when
-    the budget is spent) bound a search the same way for every proposer. A sequence of N
-    candidates gives N attempts; ``after_loop`` steps (``engine.steps.EnsembleStep``) add
-    engine-made candidates. ``extra_X``: features (no labels) of rows every fold model
-    predicts, handed to observers' ``on_attempt_predictions`` (the holdout scorer).
-    ``solve`` takes training rows only: there is deliberately no way to hand it holdout labels.
+    the budget is spent) bound a search the same way for every proposer. ``after_loop`` steps
+    (``engine.steps.EnsembleStep``) add engine-made candidates. ``extra_X``: features (no
+    labels) of rows every fold model predicts, for observers (the holdout scorer). ``solve``
+    takes training rows only: there is deliberately no way to hand it holdout labels.
     """
 
     def __init__(self, proposer: CandidateProposer, settings: SearchSettings | None = None,
@@ -79,9 +78,8 @@ class AgenticAutoML:
                             "mlflow_agentic.CandidateProposer (propose_initial, propose_next)")
         self.proposer = proposer
         self.settings = SearchSettings.of(settings, **changes)
+        self.given_verifier = verifier  # None: solve makes one for the data (verifier_for)
         self.verifier = verifier or DeterministicVerifier(self.settings.margin)
-        self.own_verifier = verifier is None
-        """Made here: it learns, once the data is known, when a near-perfect score is earned."""
         self.n_jobs = resolve_n_jobs(self.settings.n_jobs,
                                      local=self.settings.backend_address is None)
         self.extra_X = extra_X
@@ -90,8 +88,7 @@ class AgenticAutoML:
         self.restored = dict(restored or {})
         self.sandbox = sandbox
         self.after_loop = list(after_loop)
-        self.budget = LoopBudget(self.settings, self.restored, bool(self.after_loop),
-                                 loop_seconds)
+        self.budget = LoopBudget(self.settings, self.restored, bool(self.after_loop), loop_seconds)
         self.oof: dict[int, np.ndarray] = {}
         """Out-of-fold predictions of the verified attempts (what the ensemble blends)."""
         self.extras: dict[int, np.ndarray] = {}
@@ -105,10 +102,7 @@ class AgenticAutoML:
         self.oof, self.extras = {}, {}
         context, splits = self._context(dataset)
         s = self.settings
-        if self.own_verifier:
-            findings = None if self.briefing is None else self.briefing.findings
-            self.verifier = DeterministicVerifier(s.margin, earned=lambda: earned_without_suspects(
-                dataset, splits, context.metric, context.baseline_score, findings, s.seed))
+        self.verifier = self.given_verifier or verifier_for(dataset, splits, context)
         self.budget.workers = self.n_jobs
         self.budget.full_refit = full_refit_share(
             dataset.n_rows, 0 if self.extra_X is None else len(self.extra_X))

@@ -11,8 +11,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from mlflow_agentic.core.metrics import Metric
+from mlflow_agentic.core.observer import SearchContext
 from mlflow_agentic.engine.evaluate.evaluation import cross_validate
 from mlflow_agentic.verify import leakage
+from mlflow_agentic.verify.verifier import DeterministicVerifier
 
 PROBE_TRAINER = "hist_gradient_boosting"
 """The model fitted without the suspect columns: sturdy on any table, with its defaults."""
@@ -21,6 +23,13 @@ PROBE_FOLDS = 3
 PROBE_ROWS = 20_000
 """At most this many of each fold's training rows (a seeded sample): a few seconds on any table."""
 SUSPECT_CHECKS = ("single_feature", "missing_separation")
+
+
+def verifier_for(dataset, splits: Sequence, context: SearchContext) -> DeterministicVerifier:
+    """The search's verifier: at the first near-perfect score it asks whether it is earned."""
+    findings = None if context.briefing is None else context.briefing.findings
+    return DeterministicVerifier(context.search.margin, earned=lambda: earned_without_suspects(
+        dataset, splits, context.metric, context.baseline_score, findings, context.search.seed))
 
 
 def suspects(dataset, findings: Sequence[leakage.Finding] | None) -> list[str]:
