@@ -39,8 +39,9 @@ def suspects(dataset, findings: Sequence[leakage.Finding] | None) -> list[str]:
         findings = (leakage.check_single_feature(dataset)
                     + leakage.check_missing_separation(dataset))
     features = set(dataset.feature_columns)
-    return sorted({f.column for f in findings if f.check in SUSPECT_CHECKS
-                   and f.severity != "info" and f.column in features})
+    return sorted({f.column for f in findings if f.column is not None
+                   and f.check in SUSPECT_CHECKS and f.severity != "info"
+                   and f.column in features})
 
 
 def earned_without_suspects(dataset, splits: Sequence, metric: Metric, baseline: float,
