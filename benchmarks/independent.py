@@ -259,7 +259,9 @@ def peer(args) -> None:
 
         metric = {"rmse": "root_mean_squared_error"}.get(args.metric, args.metric)
         model = TabularPredictor(label=args.target, eval_metric=metric, verbosity=0,
-                                 path=tempfile.mkdtemp(prefix="ag-"))
+                                 problem_type="regression" if regression else None,
+                                 path=tempfile.mkdtemp(prefix="ag-"))  # a 0-10 score is not
+        # 11 classes: told the task where the harness scores RMSE, as mlflow-agentic is
         presets = "best_quality" if args.peer == "autogluon-best" else "medium_quality"
         model.fit(train, time_limit=args.budget, presets=presets)
         info = {"model": model.model_best, "trials": len(model.model_names())}
