@@ -94,6 +94,21 @@ def _class_targets(dataset) -> list[tuple[str, np.ndarray]]:
 
 
 # ---- 1. one feature separates the classes -----------------------------------------------------
+def class_separations(dataset, column: str) -> list[float]:
+    """How well ``column`` alone separates each class from the rest (univariate AUC, folded
+    to >= 0.5; binary: the positive class only)."""
+    info, found = dataset.columns[column], []
+    for _, positive in _class_targets(dataset):
+        if info.kind == "categorical":
+            x = _out_of_fold_rate(dataset.frame[column], positive.astype(float))
+        else:
+            x = numeric_view(dataset, column)
+        ok = ~np.isnan(x)
+        if ok.sum() >= 10:
+            found.append(_separation(x[ok], positive[ok]))
+    return found
+
+
 def check_single_feature(dataset) -> list[Finding]:
     findings = []
     for column in dataset.feature_columns:
@@ -116,15 +131,7 @@ def check_single_feature(dataset) -> list[Finding]:
                     "a column this close to the target is usually computed from it or known "
                     "only after the outcome"))
             continue
-        best = 0.0
-        for _, positive in _class_targets(dataset):
-            if info.kind == "categorical":
-                x = _out_of_fold_rate(dataset.frame[column], positive.astype(float))
-            else:
-                x = numeric_view(dataset, column)
-            ok = ~np.isnan(x)
-            if ok.sum() >= 10:
-                best = max(best, _separation(x[ok], positive[ok]))
+        best = max(class_separations(dataset, column), default=0.0)
         if best >= SINGLE_FEATURE_AUC_WARNING:
             critical = best >= SINGLE_FEATURE_AUC_CRITICAL
             findings.append(Finding(

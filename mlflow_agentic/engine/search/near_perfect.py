@@ -1,8 +1,9 @@
 """Whether a near-perfect CV score is earned on this data, asked by the verifier at the first
 score too good to be true. A leak is a column: a model without the columns that could be one
 (each alone separates the classes or tracks the target, as the briefing's single-feature and
-missing-value findings say) still scores near-perfect when the task is that easy (handwritten
-digits from their pixels), and falls far below when the score came from those columns."""
+missing-value findings say; for many classes, on average over the classes) still scores
+near-perfect when the task is that easy (handwritten digits from their pixels), and falls far
+below when the score came from those columns."""
 
 from __future__ import annotations
 
@@ -18,10 +19,12 @@ from mlflow_agentic.verify.verifier import DeterministicVerifier
 
 PROBE_TRAINER = "hist_gradient_boosting"
 """The model fitted without the suspect columns: sturdy on any table, with its defaults."""
-PROBE_FOLDS = 3
-"""Of the search's own folds: enough to tell 0.99 from 0.85, at a few seconds' cost, once."""
-PROBE_ROWS = 20_000
-"""At most this many of each fold's training rows (a seeded sample): a few seconds on any table."""
+PROBE_PARAMS = {"max_iter": 50}
+"""Fewer rounds than its default: enough to tell 0.99 from 0.85, at a multiclass table's cost."""
+PROBE_FOLDS = 2
+"""Of the search's own folds."""
+PROBE_ROWS = 5_000
+"""At most this many of each fold's training rows (a seeded sample): seconds on any table."""
 SUSPECT_CHECKS = ("single_feature", "missing_separation")
 
 
@@ -39,9 +42,20 @@ def suspects(dataset, findings: Sequence[leakage.Finding] | None) -> list[str]:
         findings = (leakage.check_single_feature(dataset)
                     + leakage.check_missing_separation(dataset))
     features = set(dataset.feature_columns)
-    return sorted({f.column for f in findings if f.column is not None
-                   and f.check in SUSPECT_CHECKS and f.severity != "info"
-                   and f.column in features})
+    found = {f.column for f in findings if f.column is not None
+             and f.check in SUSPECT_CHECKS and f.severity != "info" and f.column in features
+             and not (f.check == "single_feature" and dataset.task == "multiclass"
+                      and _separates_few(dataset, f.column))}
+    return sorted(found)
+
+
+def _separates_few(dataset, column: str) -> bool:
+    """A multiclass column that separates some classes from the rest, not all of them: with
+    32 leaf species, most shape columns single out one species (the finding's maximum), as
+    learning does; a leak encodes the target, every class (the mean over classes)."""
+    separations = leakage.class_separations(dataset, column)
+    return not separations or (sum(separations) / len(separations)
+                               < leakage.SINGLE_FEATURE_AUC_WARNING)
 
 
 def earned_without_suspects(dataset, splits: Sequence, metric: Metric, baseline: float,
@@ -64,7 +78,8 @@ def earned_without_suspects(dataset, splits: Sequence, metric: Metric, baseline:
                                                                            replace=False)), test)
              for train, test in list(splits)[:PROBE_FOLDS]]
     try:
-        cv = cross_validate(lambda: trainer.pipeline(probe, {}, seed), probe, folds, metric)
+        cv = cross_validate(lambda: trainer.pipeline(probe, PROBE_PARAMS, seed), probe, folds,
+                            metric)
     except Exception:  # noqa: BLE001 - no evidence either way: the quarantine stands
         return None
     score = float(np.mean(cv.fold_scores))
