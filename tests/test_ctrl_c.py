@@ -24,8 +24,10 @@ WITHIN = 5.0
 
 def foreground(command: list[str], cwd: Path, **env: str) -> subprocess.Popen:
     """As a terminal runs it: SIGINT raises KeyboardInterrupt even when the test runner itself
-    ignores SIGINT (a background job), which the child would inherit."""
-    return subprocess.Popen(command, cwd=cwd, env={**os.environ, "PYTHONPATH": str(ROOT), **env},
+    ignores SIGINT (a background job), which the child would inherit. No ``MLFLOW_*`` variable
+    an earlier test (or MLflow's ``set_experiment``) left in this process."""
+    fresh = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
+    return subprocess.Popen(command, cwd=cwd, env={**fresh, "PYTHONPATH": str(ROOT), **env},
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
