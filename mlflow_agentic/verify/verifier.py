@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 
@@ -30,16 +31,11 @@ class DeterministicVerifier:
         if not (0 <= margin < 1):
             raise ValueError(f"margin must be in [0, 1), got {margin!r}")
         self.margin = margin
-        self._earned = earned
-        self._earned_reason: list[str | None] = []
+        self._earned = None if earned is None else functools.cache(earned)
 
     def earned_reason(self) -> str | None:
         """Why a near-perfect score counts here (None: it is quarantined); asked once."""
-        if self._earned is None:
-            return None
-        if not self._earned_reason:
-            self._earned_reason.append(self._earned())
-        return self._earned_reason[0]
+        return None if self._earned is None else self._earned()
 
     def threshold(self, baseline: float, *, greater_is_better: bool, bounded: bool) -> float:
         """The score a candidate must strictly beat."""
