@@ -9,7 +9,7 @@ import dataclasses
 import hashlib
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -39,10 +39,21 @@ class Holdout:
     scheme: str
     fraction: float
     blanked_columns: tuple[str, ...] = ()
+    rows: np.ndarray | None = field(default=None, compare=False, repr=False)
+    """The holdout's positions among the dataset's rows (what ``attempt.py`` leaves out)."""
+    training_rows: np.ndarray | None = field(default=None, compare=False, repr=False)
+    """The training rows' positions, in the order the search holds them."""
 
     @property
     def n_rows(self) -> int:
         return self.dataset.n_rows
+
+    def positions(self) -> dict[str, list[int]]:
+        """Where the training and the holdout rows sit among the dataset's rows ({}: not
+        known, a holdout made elsewhere)."""
+        if self.rows is None or self.training_rows is None:
+            return {}
+        return {"training": self.training_rows.tolist(), "holdout": self.rows.tolist()}
 
     @property
     def digest(self) -> str:
@@ -99,7 +110,8 @@ def seal_holdout(
         for column in post_outcome_columns:
             frame[column] = np.nan
         held = dataclasses.replace(held, frame=frame)
-    return train, Holdout(held, scheme, float(fraction), tuple(post_outcome_columns))
+    return train, Holdout(held, scheme, float(fraction), tuple(post_outcome_columns),
+                          rows=hold_rows, training_rows=train_rows)
 
 
 def parse_time(series: pd.Series, column: str) -> pd.Series:

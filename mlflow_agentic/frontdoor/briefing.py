@@ -26,8 +26,8 @@ class Briefing:
     cv_reason: str
     excluded: dict[str, str] = field(default_factory=dict)
     recipe: dict[str, Any] = field(default_factory=dict)
-    """How to rebuild these training rows from the file (``frontdoor.orchestrator.seal``'s
-    arguments): what each attempt's ``attempt.py`` starts from."""
+    """How these training rows came from the file (``frontdoor.orchestrator.seal``'s
+    arguments, and the rows' positions): what each attempt's ``attempt.py`` starts from."""
 
     @property
     def critical(self) -> list[Finding]:

@@ -125,7 +125,8 @@ def seal(dataset, *, split: SplitOptions | None = None, cv: int = 5, cv_scheme: 
             split.post_outcome_columns)},
         "cv": cv if isinstance(cv, int) else None, "cv_scheme": cv_scheme,
         "random_state": random_state, "keep_flagged_columns": keep_flagged_columns,
-        "large_rows": large_rows}
+        "large_rows": large_rows,
+        "rows": holdout.positions()}
     return SealedTask(train, holdout, briefing)
 
 

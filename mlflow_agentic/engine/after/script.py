@@ -1,153 +1,136 @@
-"""Every attempt as code: ``attempt.py``, a short standalone script that rebuilds the attempt's
-pipeline with its hyperparameters from the file the search read, scores it on the search's CV
-folds (the recorded score, to 4 decimals) and fits it on the training rows: for the selected
-attempt, the model the holdout scored. An ensemble's or a stack's script refits its members and
-combines them with the recorded weights. ``fit(everything)`` is the model the search served when
-it refit the selected recipe on every labelled row (the default; the script is written before the
-holdout has spoken, so it offers that fit rather than doing it). Databricks AutoML's notebook per
-trial, as a script a user can edit and rerun."""
+"""Every attempt as code: ``attempt.py``, a standalone pandas + scikit-learn script (with the
+booster's own library where the attempt used one) that a data scientist can read, change and
+rerun without mlflow-agentic. It reads the file the search read, types its columns as the search
+typed them, takes the training rows and their CV folds from the search run's ``folds.csv``,
+scores the attempt's pipeline on those folds (the recorded CV, to 4 decimals), fits it on every
+training row and saves it. An ensemble's or a stack's script fits its members and combines them
+with the recorded weights, and prints the nested CV the search recorded for the combination.
+Databricks AutoML's notebook per trial, as a plain script."""
 
 from __future__ import annotations
 
+import ast
 import math
-import pprint
-from typing import Any
+import re
+import textwrap
+
+import numpy as np
 
 from mlflow_agentic.core.types import COMBINERS, AttemptRecord
-
-_HEAD = '''"""Attempt {index:02d} of search {search}: {title}.
-
-Rebuilds this attempt from {data_name} as the search did (the sealed holdout left out, the
-flagged columns excluded), {what}
-
-    python attempt.py [DATA_FILE]      (default: the file the search read)
-"""
-
-import sys
-
-from mlflow_agentic.core.metrics import resolve_metric
-from mlflow_agentic.data import Dataset
+from mlflow_agentic.engine.after import script_code as code
+from mlflow_agentic.engine.after.script_model import NotPlain, model_code
 from mlflow_agentic.engine.evaluate.cv import make_splits
-from mlflow_agentic.engine.evaluate.evaluation import cross_validate
-from mlflow_agentic.frontdoor.orchestrator import SplitOptions, seal
-from mlflow_agentic.frontdoor.refit_full import all_rows
-from mlflow_agentic.trainers import get_trainer
 
-DATA = sys.argv[1] if len(sys.argv) > 1 else {source!r}
-SEED = {seed}
-
-dataset = Dataset.from_path(DATA, {target!r}, task={task!r})
-task = seal(dataset, split=SplitOptions(**{split!r}), cv={cv!r}, cv_scheme={cv_scheme!r},
-            random_state=SEED, keep_flagged_columns={keep!r}, large_rows={large_rows!r})
-train = task.briefing.dataset  # the training rows the search searched
-folds = make_splits(train, {n_splits}, SEED, task.briefing.cv_scheme)
-metric = resolve_metric({metric!r}, train.task)
-everything = all_rows(train, task.holdout)  # the training and the holdout rows
-'''
-
-_SERVED = '''
-# If this attempt was selected, the search served fit(everything): the same recipe refit on the
-# training and holdout rows once the holdout had scored `model` (unless it ran with
-# --no-refit-full; the selected attempt's run has the param served_rows).
-'''
-
-_SINGLE = '''
-TRAINER = {trainer!r}
-PARAMS = {params}
+FOLDS_ARTIFACT = "folds.csv"
+"""On the search run: each training row's CV fold, then the holdout rows (fold -1)."""
 
 
-def pipeline(rows=train):
-    """This attempt's preprocessing and model, with its hyperparameters."""
-    return get_trainer(TRAINER).pipeline(rows, PARAMS, SEED)
+def folds_csv(train, recipe: dict, n_splits: int, seed: int, scheme: str) -> str | None:
+    """``row,fold``: the position of each training row among the file's labelled rows (in the
+    search's order) with the fold that scores it, then the sealed holdout's rows with fold -1.
+    None when the folds are not one fold per row (time-ordered CV) or the rows are unknown."""
+    rows = recipe.get("rows")
+    if not rows or scheme == "time":
+        return None
+    splits = make_splits(train, n_splits, seed, scheme)
+    fold = np.full(train.n_rows, -1)
+    for k, (_, test_rows) in enumerate(splits):
+        fold[test_rows] = k
+    for k, (fit_rows, _) in enumerate(splits):  # every fold fits on all the other rows
+        if not np.array_equal(np.sort(fit_rows), np.flatnonzero(fold != k)):
+            return None
+    if (fold < 0).any() or len(rows["training"]) != train.n_rows:
+        return None
+    lines = ["row,fold"]
+    lines += [f"{r},{f}" for r, f in zip(rows["training"], fold.tolist(), strict=True)]
+    lines += [f"{r},-1" for r in rows["holdout"]]
+    return "\n".join(lines) + "\n"
 
 
-def fit(rows):
-    """This attempt fitted on every one of ``rows``, as the search refits it."""
-    return pipeline(rows).fit(rows.X, rows.y)
-
-
-cv = cross_validate(pipeline, train, folds, metric)
-score = sum(cv.fold_scores) / len(cv.fold_scores)
-print(f"CV {{metric.name}} {{score:.4f}} over {{len(folds)}} folds (recorded: {recorded})")
-model = fit(train)  # on every training row, as the search's refit
-'''
-
-_COMBINED = '''
-MEMBERS = {members}  # (trainer, hyperparameters) of each member, in order
-{combine_args}
-
-from mlflow_agentic.trainers.stacked import StackedEnsemble  # noqa: E402
-from mlflow_agentic.trainers.transforms import WeightedEnsemble  # noqa: E402
-
-for name, params in MEMBERS:  # each member's own CV on the search's folds
-    cv = cross_validate(lambda: get_trainer(name).pipeline(train, params, SEED), train, folds,
-                        metric)
-    print(f"member {{name}}: CV {{metric.name}} {{sum(cv.fold_scores) / len(cv.fold_scores):.4f}}")
-
-
-def fit(rows):
-    """Each member fitted on every one of ``rows``, combined with the recorded weights."""
-    fitted = [get_trainer(name).pipeline(rows, params, SEED).fit(rows.X, rows.y)
-              for name, params in MEMBERS]
-    classes = list(rows.classes) if rows.task != "regression" else None
-    return {combine}
-
-
-model = fit(train)  # on every training row, as the search's refit
-print("combined as the search combined them; its own CV (recorded: {recorded}) is nested: the "
-      "weights were chosen on other folds' rows, fold by fold (see the attempt's run)")
-'''
-
-
-def plain(value: Any) -> Any:
-    """``value`` with NumPy scalars and arrays as Python numbers and lists (a literal)."""
-    if hasattr(value, "tolist"):
-        return value.tolist()
-    if isinstance(value, dict):
-        return {k: plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [plain(v) for v in value]
-    return value
-
-
-def attempt_script(record: AttemptRecord, recipe: dict, members: dict[int, tuple[str, dict]],
-                   *, search: str, n_splits: int, seed: int) -> str | None:
-    """The script of ``record`` (None when it cannot be rebuilt from a file: a data frame the
-    search was given, a code-mode candidate, a member not seen)."""
-    if not recipe.get("source") or record.candidate.code is not None:
+def attempt_script(record: AttemptRecord, train, recipe: dict,
+                   members: dict[int, tuple[str, dict]], *, search: str, n_splits: int,
+                   seed: int) -> str | None:
+    """The script of ``record`` (None when it cannot be written as plain code: a data frame
+    the search was given, a code-mode candidate, a member not seen, a third-party model)."""
+    if not recipe.get("source") or not recipe.get("rows") or record.candidate.code is not None:
+        return None
+    trainer = record.candidate.trainer
+    combined = trainer in COMBINERS
+    indices = list(record.params.get("members", [])) if combined else []
+    if any(i not in members for i in indices):
+        return None
+    try:
+        if combined:
+            fits = [model_code(members[i][0], dict(members[i][1]), train, seed, f"fit_{i:02d}")
+                    for i in indices]
+        else:
+            fits = [model_code(trainer, dict(record.params), train, seed, "fit")]
+    except NotPlain:
         return None
     recorded = (f"{record.metric} {record.score:.4f}" if math.isfinite(record.score)
                 else "no CV score: it failed or was cut")
-    trainer = record.candidate.trainer
-    head = dict(index=record.index, search=search, title=record.candidate.title,
-                data_name=_in_docstring(recipe["source"].rsplit("/", 1)[-1]),
-                source=recipe["source"],
-                seed=seed, target=recipe["target"], task=recipe["task"], split=recipe["split"],
-                cv=recipe["cv"], cv_scheme=recipe["cv_scheme"], keep=recipe[
-                    "keep_flagged_columns"], large_rows=recipe["large_rows"],
-                n_splits=n_splits, metric=record.metric)
-    if trainer not in COMBINERS:
-        head["what"] = ("scores it on the search's CV folds and fits it on every training "
-                        "row.")
-        return (_HEAD.format(**head) + _SINGLE.format(
-            trainer=trainer, params=_literal(plain(record.params)), recorded=recorded)
-            + _SERVED)
-    indices = list(record.params.get("members", []))
-    if any(i not in members for i in indices):
-        return None
-    head["what"] = ("refits its members on every training row and combines them with the "
-                    "recorded weights.")
-    listed = [(members[i][0], plain(members[i][1])) for i in indices]
-    if trainer == "stack":
-        args = (f"COEF = {_literal(plain(record.params['coef']))}\n"
-                f"INTERCEPT = {_literal(plain(record.params['intercept']))}")
-        combine = "StackedEnsemble(fitted, COEF, INTERCEPT, classes, rows.task)"
+    names = [members[i][0] for i in indices] if combined else [trainer]
+    parts = [
+        _head(record, recipe, search, names, combined),
+        code.imports(fits, train, record.metric) + "\n\n" + code.constants(train, recipe, seed),
+        code.prepare(train),
+        code.preprocessing(train, {f.style for f in fits}),
+        *(f.code for f in fits),
+    ]
+    if combined:
+        parts.append(code.combination(trainer, record.params, indices, train.task))
+    parts += [code.score(record.metric, train.task), code.read_rows(_reading(train, recipe))]
+    if combined:
+        parts.append(code.members_cv(indices, n_splits, record.metric, recorded))
     else:
-        args = f"WEIGHTS = {_literal(plain(record.params['weights']))}"
-        combine = "WeightedEnsemble(fitted, WEIGHTS, classes)"
-    return _HEAD.format(**head) + _COMBINED.format(
-        members=_literal(listed), combine_args=args, combine=combine, recorded=recorded
-    ) + _SERVED
+        parts.append(code.single_cv(n_splits, record.metric, recorded, train.task))
+    return "\n\n\n".join(p.strip("\n") for p in parts) + "\n"
+
+
+def _head(record: AttemptRecord, recipe: dict, search: str, names: list[str],
+          combined: bool) -> str:
+    data_name = _in_docstring(recipe["source"].rsplit("/", 1)[-1])
+    what = (f"fits its members ({', '.join(names)}) on every training row, combines them with the "
+            "recorded weights and saves them to model.joblib; it prints each member's CV and the "
+            "combination's nested CV as the search recorded it" if combined else
+            "scores this attempt's pipeline on the search's CV folds (the recorded CV, to 4 "
+            "decimals), fits it on every training row and saves it to model.joblib")
+    about = textwrap.fill(
+        f"Plain pandas and scikit-learn code: it reads {data_name} as the search read it, takes "
+        f"the training rows and their CV folds from folds.csv (an artifact of the search run), "
+        f"{what}.", width=96, break_long_words=False, break_on_hyphens=False)
+    title = _in_docstring(record.candidate.title)
+    return f'''"""Attempt {record.index:02d} of search {search}: {title}.
+
+{about}
+
+    mlflow artifacts download --run-id {search} \\
+        --artifact-path folds.csv --dst-path .
+    python attempt.py [DATA_FILE] [FOLDS_FILE]
+
+If this attempt was selected, the search served it refit on the training and holdout rows
+(fit(X_all, y_all) below) unless it ran with --no-refit-full.
+"""'''
+
+
+def _reading(train, recipe: dict) -> str:
+    """The pandas call that reads the file as the search read it (delimiter, encoding)."""
+    source = recipe["source"]
+    if re.search(r"\.(parquet|pq)$", source, re.IGNORECASE):
+        return "pd.read_parquet(DATA)"
+    args = ["DATA"]
+    sep = "\t" if re.search(r"\.tsv(\.\w+)?$", source, re.IGNORECASE) else ","
+    encoding = None
+    for note in train.notes:
+        found = re.search(r"columns separated by ('.+')$", note)
+        sep = ast.literal_eval(found.group(1)) if found else sep
+        found = re.search(r"is not UTF-8: read as (\S+)$", note)
+        encoding = found.group(1) if found else encoding
+    if sep != ",":
+        args.append(f"sep={sep!r}")
+    if encoding:
+        args.append(f"encoding={encoding!r}")
+    return f"pd.read_csv({', '.join(args)})"
 
 
 def _in_docstring(text: str) -> str:
@@ -155,7 +138,3 @@ def _in_docstring(text: str) -> str:
     or a newline (a name with ``\"\"\"`` would end the docstring and run as code); the
     code itself names the file with ``repr``."""
     return repr(text)[1:-1].replace('"', "'")
-
-
-def _literal(value: Any) -> str:
-    return pprint.pformat(value, width=88, sort_dicts=False)

@@ -123,7 +123,8 @@ class AttemptRuns:
         context = self.search.context
         recipe = getattr(context.briefing, "recipe", None) or {}
         try:
-            return attempt_script(record, recipe, self.members, search=self.search.run_id,
+            return attempt_script(record, context.dataset, recipe, self.members,
+                                  search=self.search.run_id,
                                   n_splits=context.n_splits, seed=context.search.seed)
         except Exception:  # noqa: BLE001 - a script is a courtesy: it never fails the attempt
             return None

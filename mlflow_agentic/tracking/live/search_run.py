@@ -20,6 +20,7 @@ from mlflow.utils.mlflow_tags import MLFLOW_DATASET_CONTEXT
 
 from mlflow_agentic.core.observer import SearchContext
 from mlflow_agentic.data.split import frame_digest
+from mlflow_agentic.engine.after.script import FOLDS_ARTIFACT, folds_csv
 from mlflow_agentic.tracking.live import lifecycle
 from mlflow_agentic.tracking.live.shared import SharedRun
 from mlflow_agentic.tracking.resume import DIGEST_TAG, ResumePoint
@@ -146,6 +147,10 @@ class SearchRun:
                         "columns.json")
         if context.briefing is not None:
             self._log_briefing(context.briefing)
+            folds = folds_csv(context.dataset, context.briefing.recipe, context.n_splits,
+                              context.search.seed, context.cv_scheme)
+            if folds is not None:  # what each attempt's attempt.py reads
+                client.log_text(self.run_id, folds, FOLDS_ARTIFACT)
 
     def _log_briefing(self, briefing) -> None:
         """Findings as tags (seen in the UI) and, with the profile and advice, as JSON."""
