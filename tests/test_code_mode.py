@@ -16,6 +16,7 @@ import pytest
 import requests
 
 from mlflow_agentic.core.errors import UserInputError
+from mlflow_agentic.engine.evaluate.code import GENERATED_HEADER
 from mlflow_agentic.frontdoor.api import search
 from mlflow_agentic.proposers.factory import CodeOptions, LLMOptions
 from mlflow_agentic.sandbox import Limits
@@ -90,7 +91,8 @@ def test_each_code_attempt_keeps_its_code_plan_critic_note_and_sandbox_limits(ch
         names = {f.path for f in client.list_artifacts(child.info.run_id)}
         assert {"candidate.py", "plan.json", "critic.md"} <= names
         code = Path(client.download_artifacts(child.info.run_id, "candidate.py")).read_text()
-        assert code == result.run.attempts[index - 1].candidate.code
+        assert code == GENERATED_HEADER + result.run.attempts[index - 1].candidate.code
+        assert code.startswith("# Written by an LLM") and "runs that code on this machine" in code
     features = json.loads(Path(client.download_artifacts(
         children[2].info.run_id, "sandbox/features.json")).read_text())
     assert any("charges_per_month" in f for f in features)

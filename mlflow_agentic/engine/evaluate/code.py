@@ -149,6 +149,13 @@ def submitted(proposer: CodeModeProposer, history, top):
     return chosen, f"submitter chose attempt {choice}: {why}"
 
 
+GENERATED_HEADER = (
+    "# Written by an LLM in mlflow-agentic's code mode. The search ran it only inside a Docker\n"
+    "# sandbox (no network, read-only, limited time and memory); running or importing it here\n"
+    "# runs that code on this machine with your rights. Read it first.\n\n")
+"""The first lines of a code attempt's ``candidate.py`` as its run keeps it."""
+
+
 def reviewed(proposer, record, outcome):
     """A code attempt with what its run keeps (the code, the plan entry, the sandbox's limits
     and log), reviewed by the proposer (code mode's critic: a note, never the score)."""
@@ -156,7 +163,8 @@ def reviewed(proposer, record, outcome):
     import warnings
 
     result = outcome.sandbox
-    artifacts = {"candidate.py": record.candidate.code, **record.candidate.artifacts}
+    artifacts = {"candidate.py": GENERATED_HEADER + record.candidate.code,
+                 **record.candidate.artifacts}
     tags: dict[str, str] = {}
     if result is not None:
         artifacts.update(sandbox_artifacts(result))
