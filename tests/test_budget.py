@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import pytest
 
+from mlflow_agentic.core.deadline import Deadline
 from mlflow_agentic.core.settings import SearchSettings
 from mlflow_agentic.core.types import AttemptRecord, SolutionCandidate, Verdict
-from mlflow_agentic.engine.search.budget import (
+from mlflow_agentic.engine.search.budget import LoopBudget, makespan
+from mlflow_agentic.engine.search.reserves import (
     ALONE_SHARE,
     ENSEMBLE_MEMBERS,
     WORKER_START_SECONDS,
-    LoopBudget,
     full_refit_share,
-    makespan,
 )
 
 
@@ -151,7 +151,7 @@ def test_a_bag_too_big_to_log_in_time_is_not_served_a_cheaper_refit_is():
                       model_mb=400.0)  # 5 fold models: 2 GB to log
     b.note_refit_cost(linear, fit_seconds=1.0, n_folds=5, fold_preprocess_seconds=0.0,
                       model_mb=0.01)
-    b.started = time.perf_counter() - 50  # 10 s left of 60
+    b.loop = Deadline(time.perf_counter() - 50, 60)  # 10 s left of 60
     assert not b.refit_fits([forest]) and not b.refit_fits([forest], bag=True)
     assert b.refit_fits([linear]) and b.refit_fits([linear], bag=True)
     served = []
@@ -171,23 +171,27 @@ def test_a_budget_spent_before_the_loop_starts_no_attempt_and_says_so(churn_smal
 
     from mlflow_agentic import SequenceProposer
     from mlflow_agentic.core.types import StopKind
-    from mlflow_agentic.frontdoor.orchestrator import (
+    from mlflow_agentic.engine.search.reserves import (
         FINISH_SECONDS,
         FINISH_SHARE,
-        loop_budget,
-        run_search,
+        loop_deadline,
     )
+    from mlflow_agentic.frontdoor.orchestrator import run_search
     from mlflow_agentic.tracking import MlflowTracker
+
+    def loop_seconds(total, started, tracked, n_rows=0):
+        return loop_deadline(Deadline(started, total), tracked, n_rows).seconds
 
     now = time.perf_counter()
     reserve = FINISH_SECONDS + FINISH_SHARE * 30.0  # kept back for recording
-    assert loop_budget(1.5, now, tracked=True) == 0.0  # 1 s + 3% kept: under MIN_LOOP_SECONDS
-    assert loop_budget(1.5, now, tracked=False) > 1.0
-    assert loop_budget(30.0, now - (30.0 - reserve - 1.5), tracked=True) > 1.0
-    assert loop_budget(30.0, now - (30.0 - reserve - 0.5), tracked=True) == 0.0  # under 1 s
+    assert loop_seconds(1.5, now, tracked=True) == 0.0  # 1 s + 3% kept: under MIN_LOOP_SECONDS
+    assert loop_seconds(1.5, now, tracked=False) > 1.0
+    assert loop_seconds(30.0, now - (30.0 - reserve - 1.5), tracked=True) > 1.0
+    assert loop_seconds(30.0, now - (30.0 - reserve - 0.5), tracked=True) == 0.0  # under 1 s
     # rows cost the recording only beyond what the fixed reserve covers (50k: measured)
-    small, mid, big = (loop_budget(60.0, now, True, n_rows=n) for n in (0, 49_000, 1_050_000))
+    small, mid, big = (loop_seconds(60.0, now, True, n_rows=n) for n in (0, 49_000, 1_050_000))
     assert mid == pytest.approx(small, abs=0.01) and big == pytest.approx(small - 15.0, abs=0.01)
+    assert loop_deadline(Deadline(now, None), True).end is None  # no budget: no deadline
     tracker = MlflowTracker(register="never")
     result = run_search(churn_small, lambda: SequenceProposer([SolutionCandidate("linear", {})]),
                         cv=3, n_jobs=1, time_budget=1.5, tracker=tracker)
@@ -215,14 +219,14 @@ def test_in_the_last_stretch_the_refit_kept_back_is_the_standing_ensembles():
     b.members_now = lambda: chosen
     assert not b.restart_pays()  # for the standing ones: two quick fits, no restart
     early = b.deadline()  # far from the end: the estimate made ahead
-    assert early == pytest.approx(b.started + 60 - 1.0 - refits * ahead, abs=1e-6)
-    b.started -= 55  # as if 55 s were spent: the last stretch
+    assert early == pytest.approx(b.loop.started + 60 - 1.0 - refits * ahead, abs=1e-6)
+    b.loop = Deadline(b.loop.started - 55, 60)  # as if 55 s were spent: the last stretch
     late = b.deadline()  # two quick members: one after another in this process
     quick_two = ALONE_SHARE * 1.3 * 2
-    assert late == pytest.approx(b.started + 60 - 1.0 - refits * quick_two, abs=1e-6)
-    assert b.kept_back(b.started + 59.0) == pytest.approx(refits * quick_two)
+    assert late == pytest.approx(b.loop.started + 60 - 1.0 - refits * quick_two, abs=1e-6)
+    assert b.kept_back(b.loop.started + 59.0) == pytest.approx(refits * quick_two)
     b.members_now = lambda: [*chosen, 999]  # a member whose cost is unknown: the guess stays
-    assert b.deadline() == pytest.approx(b.started + 60 - 1.0 - refits * ahead, abs=1e-6)
+    assert b.deadline() == pytest.approx(b.loop.started + 60 - 1.0 - refits * ahead, abs=1e-6)
 
 
 def test_the_standing_ensemble_is_the_one_the_ensemble_step_chooses(churn_small):

@@ -80,7 +80,7 @@ def test_when_the_served_model_cannot_be_refit_on_all_rows_it_says_why(full):
     blanked = dataclasses.replace(holdout, blanked_columns=("TotalCharges",))
     assert "post-outcome columns are blanked" in why_not(run, rows, blanked, None)
     assert "would not fit the time left" in why_not(dataclasses.replace(
-        run, refit_seconds=60.0), rows, holdout, finish_by=0.0)
+        run, refit_seconds=60.0), rows, holdout, refit_by=0.0)
     assert why_not(run, rows, holdout, None) == ""
 
 
@@ -131,12 +131,15 @@ def test_the_refit_on_all_rows_may_end_as_late_as_the_first_refit_may():
     first refit's tolerance (4% of the share): Yogurt at 60 s skipped a 3 s refit with 2.6 s
     left and served a model of test ROC AUC 0.931 instead of 0.969. Not the registry's reserve:
     the recording after it needs its own."""
+    from mlflow_agentic.core.deadline import Deadline
     from mlflow_agentic.core.settings import SearchSettings
-    from mlflow_agentic.engine.search.budget import REFIT_TOLERANCE, LoopBudget
+    from mlflow_agentic.engine.search.budget import LoopBudget
+    from mlflow_agentic.engine.search.reserves import REFIT_TOLERANCE
 
-    timed = LoopBudget(SearchSettings(time_budget=60), {}, after_loop=True, seconds=50.0)
+    loop = Deadline.starting(50.0)
+    timed = LoopBudget(SearchSettings(time_budget=60), {}, after_loop=True, deadline=loop)
     untimed = LoopBudget(SearchSettings(), {}, after_loop=True)
-    timed.start()
+    timed.start()  # the deadline carried down is not re-based
     assert timed.tolerance_seconds == pytest.approx(REFIT_TOLERANCE * 50.0)  # the first's
-    assert timed.refit_full_by() == pytest.approx(timed.started + 50.0 + 2.0)
+    assert timed.refit_full_by() == pytest.approx(loop.started + 50.0 + 2.0)
     assert untimed.refit_full_by() is None  # no time budget: no deadline

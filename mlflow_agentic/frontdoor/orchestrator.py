@@ -4,44 +4,24 @@ the holdout, then register. The only place that holds both the loop and the hold
 from __future__ import annotations
 
 import dataclasses
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from mlflow_agentic.core.deadline import Deadline
 from mlflow_agentic.core.observer import Observers
 from mlflow_agentic.core.settings import SearchSettings, folds_for
 from mlflow_agentic.core.tracker import Tracker
 from mlflow_agentic.data import Dataset
 from mlflow_agentic.data.split import Holdout, check_holdout_fraction, seal_holdout
 from mlflow_agentic.engine import AgenticAutoML, EngineeringRun, SearchObserver
+from mlflow_agentic.engine.search.reserves import loop_deadline, recording_deadline
 from mlflow_agentic.engine.search.steps import combining_steps
 from mlflow_agentic.frontdoor.briefing import Briefing, build_briefing
 from mlflow_agentic.frontdoor.refit_full import serve_on_all_rows
 from mlflow_agentic.proposers.base import CandidateProposer
 from mlflow_agentic.scoring import HoldoutReport, HoldoutScorer, score_on_holdout
 from mlflow_agentic.verify import DeterministicVerifier
-
-FINISH_SECONDS = 1.0
-FINISH_SHARE = 0.03
-"""Kept back from a time budget for what follows the loop (model logging, the evaluator on the
-holdout, the registry gate, plots): 1 s + 3% (docs/performance.md has the measurements). A
-model over 30 MB is the loop's to plan for (``engine.search.budget.LOG_SECONDS_PER_MB``);
-diagnostics that would not fit are skipped and say so."""
-FINISH_PER_ROW = 1.5e-5
-"""And per row of the file beyond ``FINISH_FREE_ROWS``: the holdout rows logged and scored,
-the data profile (21 s at 1.4M rows)."""
-FINISH_FREE_ROWS = 50_000
-"""Rows the fixed reserve already covers: the recording's time is flat up to about this many
-rows (docs/performance.md)."""
-FINISH_PER_COLUMN = 0.004
-"""And per column: the model's signature and input example, the data profile, the holdout
-rows."""
-REGISTER_SECONDS = 1.5
-"""What registration and the last tags need after the diagnostics."""
-MIN_LOOP_SECONDS = 1.0
-"""The least loop worth starting: with less, a wide file's folds may not even be preprocessed
-before the deadline, and the attempts it starts are only cut."""
 
 
 @dataclass
@@ -153,34 +133,15 @@ def run_search(
     refit, holdout scoring and registration. ``restored``: a killed search's finished attempts
     by index (``engine.restore``), to resume it. ``sandbox``: where code-mode candidates run.
     """
-    started = time.perf_counter() if started is None else started
     settings = SearchSettings.of(settings, **changes)
+    deadline = Deadline.starting(settings.time_budget, started)
     Observers(observers).phase("sealing the holdout, briefing the training rows")
     task = seal(dataset, split=split, cv=settings.cv, cv_scheme=settings.cv_scheme,
                 random_state=settings.seed, keep_flagged_columns=keep_flagged_columns,
                 large_rows=settings.large_rows)
-    loop_seconds = loop_budget(settings.time_budget, started, tracker is not None,
-                               dataset.n_rows, len(dataset.columns))
-    finish_by = (None if settings.time_budget is None
-                 else started + settings.time_budget - REGISTER_SECONDS)
     return search_sealed(task, make_proposer, settings, verifier=verifier, tracker=tracker,
-                         observers=observers, finish_by=finish_by, restored=restored,
-                         sandbox=sandbox, loop_seconds=loop_seconds)
-
-
-def loop_budget(total: float | None, started: float, tracked: bool,
-                n_rows: int = 0, n_columns: int = 0) -> float | None:
-    """What is left of ``total`` for the loop (refit included): the time already spent, and
-    what tracking needs after the loop (logging the model, registering, plots, the holdout
-    rows and their scores: more on a big file), kept back. Under ``MIN_LOOP_SECONDS`` left,
-    none: attempts started then would only be cut, past the budget."""
-    if total is None:
-        return None
-    reserve = (FINISH_SECONDS + FINISH_SHARE * total
-               + FINISH_PER_ROW * max(n_rows - FINISH_FREE_ROWS, 0)
-               + FINISH_PER_COLUMN * n_columns if tracked else 0.0)
-    left = total - (time.perf_counter() - started) - reserve
-    return left if left >= MIN_LOOP_SECONDS else 0.0
+                         observers=observers, deadline=deadline, restored=restored,
+                         sandbox=sandbox)
 
 
 def search_sealed(
@@ -191,21 +152,23 @@ def search_sealed(
     verifier: DeterministicVerifier | None = None,
     tracker: Tracker | None = None,
     observers: Sequence[SearchObserver] = (),
-    finish_by: float | None = None,
+    deadline: Deadline | None = None,
     restored=None,
     sandbox=None,
-    loop_seconds: float | None = None,
     **changes,
 ) -> SearchResult:
     """Search the training rows of ``task``, score every attempt on its holdout, register.
 
     ``settings.cv`` may be a fold count (the briefing's scheme) or fixed splits shared between
-    searches. ``finish_by`` (a ``time.perf_counter()`` value): holdout diagnostics that would
-    end later are skipped (a time budget). ``loop_seconds``: the loop's share of
-    ``settings.time_budget`` (``loop_budget``; default: all of it).
+    searches. ``deadline``: the command's, made when it started (default: ``time_budget`` from
+    now); the loop gets it less the recording after it (``reserves.loop_deadline``), the
+    holdout diagnostics less the registration (``reserves.recording_deadline``).
     """
     settings = SearchSettings.of(settings, **changes)
+    deadline = deadline or Deadline.starting(settings.time_budget)
     briefing = task.briefing
+    loop = loop_deadline(deadline, tracker is not None,
+                         task.train.n_rows + task.holdout.n_rows, len(briefing.dataset.columns))
     scorer = HoldoutScorer(task.holdout, briefing.dataset.classes)
     all_observers: list[Any] = [scorer, *observers]  # the tracker is one too (its hooks)
     if tracker is not None:
@@ -216,7 +179,7 @@ def search_sealed(
                            extra_X=task.holdout.dataset.X,  # features only: labels stay here
                            restored=restored, sandbox=sandbox,
                            after_loop=combining_steps(settings),
-                           loop_seconds=loop_seconds)
+                           deadline=loop)
     run = automl.solve(briefing.dataset)
     told = Observers(observers)
     try:
@@ -230,7 +193,7 @@ def search_sealed(
                                                 automl.budget.refit_full_by())
         if tracker is not None:
             told.phase("recording: the model, the holdout's diagnostics, the registry")
-            tracker.finish(run, report, task.holdout, deadline=finish_by)
+            tracker.finish(run, report, task.holdout, deadline=recording_deadline(deadline))
     except BaseException as exc:
         if tracker is not None:
             tracker.on_search_error(exc)

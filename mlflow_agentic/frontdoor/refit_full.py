@@ -14,7 +14,7 @@ import pandas as pd
 from mlflow_agentic.core.types import EngineeringRun
 from mlflow_agentic.data.split import Holdout
 from mlflow_agentic.engine.after.refit import refit_on, refit_pool
-from mlflow_agentic.engine.search.budget import full_refit_share
+from mlflow_agentic.engine.search.reserves import full_refit_share
 from mlflow_agentic.engine.workers.parallel import WorkerPool
 
 
@@ -26,7 +26,7 @@ def all_rows(train, holdout: Holdout):
 
 
 def why_not(run: EngineeringRun, train_rows: int, holdout: Holdout,
-            finish_by: float | None) -> str:
+            refit_by: float | None) -> str:
     """Why the selected model cannot be refit on every row ('' when it can); ``train_rows``:
     how many rows its refit took (the time estimate scales from it)."""
     best = run.best_attempt
@@ -39,10 +39,10 @@ def why_not(run: EngineeringRun, train_rows: int, holdout: Holdout,
     if holdout.blanked_columns:
         return ("the holdout's post-outcome columns are blanked, so its rows are not "
                 "training rows")
-    if finish_by is not None:
-        # the share the loop kept back for it (engine/budget: one figure for both)
+    if refit_by is not None:
+        # the share the loop kept back for it (engine.search.reserves: one figure for both)
         expected = full_refit_share(train_rows, holdout.n_rows) * run.refit_seconds
-        if time.perf_counter() + expected > finish_by:
+        if time.perf_counter() + expected > refit_by:
             return (f"the refit on all rows (about {expected:.0f}s) would not fit the time "
                     "left")
     return ""
@@ -50,13 +50,13 @@ def why_not(run: EngineeringRun, train_rows: int, holdout: Holdout,
 
 def serve_on_all_rows(run: EngineeringRun, train, holdout: Holdout,
                       pool: WorkerPool | None = None, random_state: int = 0,
-                      finish_by: float | None = None) -> str:
+                      refit_by: float | None = None) -> str:
     """Refit ``run``'s selected attempt on ``train`` + ``holdout`` rows and serve that
     (``run.model``), keeping the model the holdout scored as ``run.evidence_model``; on the
     search's ``pool`` (``refit_pool``: this process when a spent budget stopped its workers,
     as for the first refit; default: this process). Returns
     why it was not done ('' when it was): the training-rows model is then served."""
-    reason = why_not(run, train.n_rows, holdout, finish_by)
+    reason = why_not(run, train.n_rows, holdout, refit_by)
     if reason:
         return reason
     data = all_rows(train, holdout)

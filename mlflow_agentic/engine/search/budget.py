@@ -11,55 +11,23 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 
+from mlflow_agentic.core.deadline import Deadline
 from mlflow_agentic.core.settings import SearchSettings
 from mlflow_agentic.core.types import COMBINERS, AttemptRecord, StopKind, StopReason
 from mlflow_agentic.engine.after.selection import diverse_first
+from mlflow_agentic.engine.search.reserves import (
+    AFTER_LOOP_RESERVE_SECONDS,
+    ALONE_SHARE,
+    ENSEMBLE_MEMBERS,
+    LOG_FREE_MB,
+    LOG_SECONDS_PER_MB,
+    REFIT_GROWTH,
+    REFIT_TOLERANCE,
+    SELECTION_RECORD_SECONDS,
+    SHIP_SECONDS_PER_MB,
+    WORKER_START_SECONDS,
+)
 from mlflow_agentic.engine.workers.parallel import WorkerPool
-
-ENSEMBLE_MEMBERS = 4
-"""Members a greedy ensemble usually keeps (its refit refits each): what the deadline plans for."""
-REFIT_TOLERANCE = 0.04
-"""How far past its share a refit may end before a cheaper attempt is selected instead (an
-expensive attempt that ran late leaves little: a second's overrun beats selecting a model
-twice as bad)."""
-LOG_SECONDS_PER_MB = 0.015
-"""Logging the served model after the loop, per MB of its pickle (pickled, written, copied to
-the artifact store, loaded back for MLflow's input-example check): 2.1 s for a 138 MB ensemble
-with extra trees on this 2-core machine."""
-LOG_FREE_MB = 30.0
-"""What the front door's fixed recording reserve already covers (a model up to this size logs
-in under half a second); beyond it the loop keeps the logging time back itself."""
-SHIP_SECONDS_PER_MB = 0.005
-"""A refit model's way back from its worker, or a fold model's from disk, per MB (pickled,
-piped or read, unpickled)."""
-REFIT_GROWTH = 1.25
-"""A refit model against one fold's: trees grow with the rows (all of them, not (k-1)/k)."""
-AFTER_LOOP_RESERVE_SECONDS = 1.0
-"""Kept back from a time budget for the steps after the loop (the ensemble selection; at most
-10% of the budget), on top of the refit's own estimate, until the selection is measured."""
-SELECTION_RECORD_SECONDS = 0.1
-"""The ensemble's own attempt record (its child run), beside the selection's arithmetic."""
-
-
-FULL_REFIT_MARGIN = 1.1
-"""How much longer than the first refit, beyond its share of more rows, the refit on all rows
-(``refit_full``) may take (docs/performance.md has the measurements). The loop keeps it back
-and the front door checks it with the same share (``full_refit_share``): two shares would
-leave the time kept back unused."""
-WORKER_START_SECONDS = 2.0
-"""Fresh workers importing the scientific stack under load: what restarting the workers a spent
-budget killed mid-fold costs before the refit can use them."""
-ALONE_SHARE = 0.7
-"""A refit against its estimate from the search's fold fits: those shared the cores with this
-process's scoring and recording, a refit does not (docs/performance.md: "Budgets held")."""
-
-
-def full_refit_share(train_rows: int, holdout_rows: int) -> float:
-    """The refit on all rows against the first refit (on the training rows): its rows' share
-    times ``FULL_REFIT_MARGIN``; 0 without holdout rows (nothing to refit on)."""
-    if holdout_rows <= 0:
-        return 0.0
-    return FULL_REFIT_MARGIN * (train_rows + holdout_rows) / max(train_rows, 1)
 
 
 def makespan(costs: Sequence[float], workers: int) -> float:
@@ -73,15 +41,16 @@ def makespan(costs: Sequence[float], workers: int) -> float:
 
 
 class LoopBudget:
-    """The loop's budget, started by ``start()`` at the beginning of ``solve``."""
+    """The loop's budget; ``start()`` at the beginning of ``solve`` starts its wall clock."""
 
     def __init__(self, settings: SearchSettings, restored: Mapping, after_loop: bool,
-                 seconds: float | None = None) -> None:
+                 deadline: Deadline | None = None) -> None:
         self.settings = settings
-        self.seconds = settings.time_budget if seconds is None else seconds
-        """The loop's share of the time budget (refit included; None: no time budget). The
-        front door gives it what is left of the whole command's budget after sealing, with
-        the recording after the loop kept back."""
+        self.given = deadline
+        self.loop = deadline or Deadline.starting(settings.time_budget)
+        """The loop's deadline (its refit included; ``seconds`` None: no time budget). The
+        front door gives it the command's end less the recording after the loop
+        (``reserves.loop_deadline``); without one, ``time_budget`` from ``start()``."""
         self.restored = restored
         self.after_loop = after_loop
         self.started = time.perf_counter()
@@ -109,8 +78,15 @@ class LoopBudget:
         when an ensemble follows): in the last stretch the refit kept back is theirs, not the
         likely members' guessed ahead."""
 
+    @property
+    def seconds(self) -> float | None:
+        """The loop's time (refit included), or None without a time budget."""
+        return self.loop.seconds
+
     def start(self) -> None:
         self.started = time.perf_counter()
+        if self.given is None:  # no deadline carried down (the Python API): from now
+            self.loop = Deadline.starting(self.settings.time_budget, self.started)
         self.refit_estimate, self.refit_costs, self.model_mb, self.trainer = 0.0, {}, {}, {}
 
     def elapsed(self) -> float:
@@ -197,9 +173,8 @@ class LoopBudget:
         refit's tolerance: a second's overrun beats serving a model that never saw a fifth of
         the rows. The recording after it has its own reserve, which this deadline leaves
         alone."""
-        if self.seconds is None:
-            return None
-        return self.started + self.seconds + self.tolerance_seconds
+        end = self.loop.end
+        return None if end is None else end + self.tolerance_seconds
 
     def _fold_mb(self, indices) -> float:
         """One fold model's size (MB) of each of these attempts, summed (0 where not kept)."""
@@ -216,10 +191,10 @@ class LoopBudget:
         whether serving their fold models' average instead (no refit: the k fold models read
         back and logged) ends within it. ``tolerance``: whether ``REFIT_TOLERANCE`` may be
         spent (for the selected attempt; not for an ensemble's further members)."""
-        if self.seconds is None:
+        left = self.loop.left()
+        if left is None:
             return True
-        left = (self.started + self.seconds - time.perf_counter()
-                + (self.tolerance_seconds if tolerance else 0.0))
+        left += self.tolerance_seconds if tolerance else 0.0
         indices = [r.index for r in records]
         if bag:
             mb = self.n_folds * self._fold_mb(indices)
@@ -233,14 +208,14 @@ class LoopBudget:
 
     def _end(self) -> float | None:
         """The loop's end with the steps after it kept back, before the refit's share."""
-        if self.seconds is None:
+        if self.loop.seconds is None:
             return None
         reserve = 0.0
         if self.after_loop:
-            reserve = min(AFTER_LOOP_RESERVE_SECONDS, 0.1 * self.seconds)
+            reserve = min(AFTER_LOOP_RESERVE_SECONDS, 0.1 * self.loop.seconds)
             if self.selection_seconds is not None:
                 reserve = min(reserve, self.selection_seconds)
-        return self.started + self.seconds - reserve
+        return self.loop.before(reserve)
 
     def kept_back(self, end: float) -> float:
         """The seconds kept back before ``end`` for the refit (and the refit on all rows)."""

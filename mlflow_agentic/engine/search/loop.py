@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
+from mlflow_agentic.core.deadline import Deadline
 from mlflow_agentic.core.metrics import resolve_metric
 from mlflow_agentic.core.observer import Observers, SearchContext, SearchObserver
 from mlflow_agentic.core.protocol import CandidateProposer, CodeModeProposer, proposer_name
@@ -41,8 +42,9 @@ from mlflow_agentic.engine.evaluate.folds import FoldData
 from mlflow_agentic.engine.evaluate.outcome import Outcome
 from mlflow_agentic.engine.search.attempts import attempt_record, plan_attempt
 from mlflow_agentic.engine.search.batch import BatchRunner
-from mlflow_agentic.engine.search.budget import LoopBudget, full_refit_share, restart_for_refit
+from mlflow_agentic.engine.search.budget import LoopBudget, restart_for_refit
 from mlflow_agentic.engine.search.near_perfect import verifier_for
+from mlflow_agentic.engine.search.reserves import full_refit_share
 from mlflow_agentic.engine.search.restore import Restored
 from mlflow_agentic.engine.workers.parallel import WorkerPool, resolve_n_jobs, workers_that_fit
 from mlflow_agentic.trainers.registry import resolve_trainers
@@ -67,12 +69,12 @@ class AgenticAutoML:
                  *, verifier: DeterministicVerifier | None = None,
                  observers: Iterable[SearchObserver] = (), briefing=None, extra_X=None,
                  restored: Mapping[int, Restored] | None = None, sandbox=None,
-                 after_loop: Sequence = (), loop_seconds: float | None = None,
+                 after_loop: Sequence = (), deadline: Deadline | None = None,
                  **changes) -> None:
         """``settings`` (or its field names as keywords: ``max_iterations=4, cv=3``...).
         ``restored``: the finished attempts of a killed search, by index, to resume it.
         ``sandbox``: where code-mode candidates run (``mlflow_agentic.sandbox``).
-        ``loop_seconds``: the loop's share of ``time_budget`` (default: all of it)."""
+        ``deadline``: the loop's, its refit included (default: ``time_budget`` from ``solve``)."""
         if not isinstance(proposer, CandidateProposer):
             raise TypeError(f"{type(proposer).__name__} is not a proposer: subclass "
                             "mlflow_agentic.CandidateProposer (propose_initial, propose_next)")
@@ -88,7 +90,7 @@ class AgenticAutoML:
         self.restored = dict(restored or {})
         self.sandbox = sandbox
         self.after_loop = list(after_loop)
-        self.budget = LoopBudget(self.settings, self.restored, bool(self.after_loop), loop_seconds)
+        self.budget = LoopBudget(self.settings, self.restored, bool(self.after_loop), deadline)
         self.oof: dict[int, np.ndarray] = {}
         """Out-of-fold predictions of the verified attempts (what the ensemble blends)."""
         self.extras: dict[int, np.ndarray] = {}
@@ -146,8 +148,7 @@ class AgenticAutoML:
             n_splits=len(splits), search=s, proposer_name=proposer_name(self.proposer),
             cv_reason=why, recorded=recorded_settings(self), cv_scheme=scheme,
             briefing=self.briefing, emit=self.observers.emit,
-            deadline=(None if self.budget.seconds is None
-                      else self.budget.started + self.budget.seconds))
+            deadline=self.budget.loop.end)
         return context, splits
 
     def _batches(self) -> BatchRunner:
