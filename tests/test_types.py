@@ -1,5 +1,5 @@
-"""The typed seams stay typed: mypy over the files ``[tool.mypy]`` names (core, engine,
-proposers, front door, the tracker they see) finds nothing. Run as a process (mypy's own
+"""The package stays typed: mypy over the whole package (``[tool.mypy]``; ``core``, the
+vocabulary every part shares, strictly) finds nothing. Run as a process (mypy's own
 fast exit; its cache makes a rerun take seconds)."""
 
 import subprocess

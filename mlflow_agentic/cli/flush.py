@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from mlflow_agentic.cli.options import (
@@ -21,7 +23,7 @@ def flush_command(journals: tuple[str, ...], tracking_uri: str | None) -> None:
     cut; the journal is removed when all of it is in the store."""
     from mlflow_agentic.tracking.store import Journal, find_journals, flush_journal, journal_dir
 
-    paths = list(journals)
+    paths: list[str | Path] = list(journals)
     if not paths:  # every journal here, but those of searches still running (theirs to send)
         for path in find_journals():
             if Journal.open(path).owner_alive():

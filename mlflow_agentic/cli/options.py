@@ -118,7 +118,8 @@ class OptionGroup:
         def probe() -> None: ...
 
         self(probe)
-        return tuple(p.name for p in reversed(probe.__click_params__))
+        params = getattr(probe, "__click_params__", [])  # where click's decorators put them
+        return tuple(p.name for p in reversed(params))
 
 
 TRACKING_URI_HELP = "MLflow tracking URI (default: $MLFLOW_TRACKING_URI or sqlite:///mlflow.db)."

@@ -6,7 +6,14 @@ import sys
 import time
 
 from rich.console import Console
-from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    Progress,
+    SpinnerColumn,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table
 
 from mlflow_agentic.cli.text import plain_markup
@@ -43,9 +50,26 @@ def _attempt_bar(console: Console) -> Progress:
                     console=console, transient=True)
 
 
-def _stop_bar(progress: Progress | None) -> None:
-    if progress is not None:
-        progress.stop()
+class _Bar:
+    """One transient attempt bar, started with its search and stopped with it."""
+
+    console: Console
+    _progress: Progress | None = None
+    _task: TaskID | None = None
+
+    def _start_bar(self, description: str, total: int | None = None) -> None:
+        self._progress = _attempt_bar(self.console)
+        self._progress.start()
+        self._task = self._progress.add_task(description, total=total)
+
+    def _update(self, **fields) -> None:
+        if self._progress is not None and self._task is not None:
+            self._progress.update(self._task, **fields)
+
+    def _stop(self) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+        self._progress = None
 
 
 class RunIdLine(SearchObserver):
@@ -62,13 +86,11 @@ class RunIdLine(SearchObserver):
                   f"{run_id}, or --resume last)", file=sys.stderr, flush=True)
 
 
-class RichProgress(SearchObserver):
+class RichProgress(_Bar, SearchObserver):
     """Shows each attempt as it finishes and the leaderboard at the end."""
 
     def __init__(self, console: Console | None = None, started: float | None = None) -> None:
         self.console = console or Console(stderr=True)
-        self._progress: Progress | None = None
-        self._task = None
         self._ctx: SearchContext | None = None
         self._started = time.perf_counter() if started is None else started
 
@@ -96,9 +118,7 @@ class RichProgress(SearchObserver):
                            + (f"; time budget {budget:.0f}s for the search" if budget else ""))
         if context.briefing is not None:
             self._print_briefing(context.briefing)
-        self._progress = _attempt_bar(self.console)
-        self._progress.start()
-        self._task = self._progress.add_task("seeding", total=None)
+        self._start_bar("seeding")
 
     def _print_briefing(self, briefing) -> None:
         colour = {"critical": "red", "warning": "yellow", "info": "dim"}
@@ -114,8 +134,8 @@ class RichProgress(SearchObserver):
 
     def on_attempt_start(self, index: int, candidate: SolutionCandidate, phase: str) -> None:
         trainer = getattr(candidate, "trainer", "?")
-        self._progress.update(self._task, description=f"{phase} #{index}: {trainer}"
-                              + self._best_so_far() + self._time_left(), refresh=True)
+        self._update(description=f"{phase} #{index}: {trainer}" + self._best_so_far()
+                     + self._time_left(), refresh=True)
 
     def _best_so_far(self) -> str:
         best = self._best
@@ -134,15 +154,14 @@ class RichProgress(SearchObserver):
             folds = len(record.fold_scores)
             score = f"{record.score:.4f} ({folds} folds)" if folds else "- (no fold done)"
         reason = plain_markup(record.verdict.reason) if not record.verdict.valid else ""
-        self._progress.console.print(
+        self.console.print(
             f"  {record.index:>3} {plain_markup(record.candidate.title[:24]):<24} "
             f"{record.metric}={score:<18} [{style}]{record.status:<8}[/] fit "
             f"{record.fit_seconds:5.1f}s  [dim]{reason}{' restored' if record.restored else ''}[/]")
         if record.verdict.valid and (self._best is None or record.utility > self._best.utility):
             self._best = record
-        self._progress.advance(self._task)
-        self._progress.update(self._task, description="searching" + self._best_so_far()
-                              + self._time_left(), refresh=True)
+        self._update(advance=1, description="searching" + self._best_so_far()
+                     + self._time_left(), refresh=True)
 
     def on_search_end(self, run: EngineeringRun) -> None:
         self._stop()
@@ -159,42 +178,32 @@ class RichProgress(SearchObserver):
     def on_search_error(self, error: BaseException) -> None:
         self._stop()
 
-    def _stop(self) -> None:
-        self._progress = _stop_bar(self._progress)
 
-
-class ArmProgress(SearchObserver):
+class ArmProgress(_Bar, SearchObserver):
     """Compact progress for the many searches of a comparison: one transient bar per search."""
 
     def __init__(self, console: Console | None = None, total: int | None = None) -> None:
         self.console = console or Console(stderr=True)
         self.total = total
-        self._progress: Progress | None = None
-        self._task = None
         self._best: float | None = None
         self._name = ""
 
     def on_search_start(self, context: SearchContext) -> None:
         self._best, self._name = None, f"{context.proposer_name} s{context.search.seed}"
-        self._progress = _attempt_bar(self.console)
-        self._progress.start()
-        self._task = self._progress.add_task(self._name, total=self.total)
+        self._start_bar(self._name, self.total)
 
     def on_attempt_end(self, record: AttemptRecord) -> None:
         if record.verdict.valid and (self._best is None or record.utility > self._best):
             self._best = record.utility
         best = "" if self._best is None else \
             f" best {self._best if record.greater_is_better else -self._best:.4f}"
-        self._progress.update(self._task, advance=1, description=f"{self._name}{best}")
+        self._update(advance=1, description=f"{self._name}{best}")
 
     def on_search_end(self, run: EngineeringRun) -> None:
         self._stop()
 
     def on_search_error(self, error: BaseException) -> None:
         self._stop()
-
-    def _stop(self) -> None:
-        self._progress = _stop_bar(self._progress)
 
 
 def attempt_counts(run: EngineeringRun) -> str:

@@ -94,7 +94,7 @@ def _wait_until_up(server: subprocess.Popen, health: str, port: int) -> None:
     deadline = time.monotonic() + START_SECONDS
     while time.monotonic() < deadline:
         if server.poll() is not None:
-            err = (server.stderr.read() or "").strip().splitlines()
+            err = ((server.stderr.read() if server.stderr else "") or "").strip().splitlines()
             raise UserInputError(f"MLflow's UI server did not start (port {port} in use? try "
                                  f"--port): {err[-1] if err else server.returncode}")
         try:

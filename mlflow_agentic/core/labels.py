@@ -14,4 +14,6 @@ def labels_of(output: Any, classes: Sequence[Any]) -> np.ndarray:
     most probable class, as an object array holding ``classes``' own values (a class ``1``
     stays the integer 1 beside a class ``"a"``; NumPy would make both text). Ties go to the
     first class."""
-    return np.asarray(list(classes), dtype=object)[np.argmax(np.asarray(output), axis=1)]
+    labels: np.ndarray = np.asarray(list(classes), dtype=object)[
+        np.argmax(np.asarray(output), axis=1)]
+    return labels

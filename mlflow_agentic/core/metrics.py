@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from sklearn import metrics as skm
@@ -20,7 +21,7 @@ class Metric:
     tasks: tuple[str, ...]
     needs_proba: bool
     bounded: bool
-    fn: Callable[[np.ndarray, np.ndarray | None, np.ndarray | None, tuple], float]
+    fn: Callable[[np.ndarray, Any, Any, tuple[Any, ...]], float]
 
     @property
     def direction(self) -> str:
@@ -41,19 +42,20 @@ class Metric:
             return float("-inf")
         return score if self.greater_is_better else -score
 
-    def score(self, y_true, y_pred=None, proba=None, classes: tuple = ()) -> float:
+    def score(self, y_true: Any, y_pred: Any = None, proba: Any = None,
+              classes: tuple[Any, ...] = ()) -> float:
         return float(self.fn(np.asarray(y_true), y_pred, proba, classes))
 
 
-def _pos(classes):
+def _pos(classes: tuple[Any, ...]) -> Any:
     return classes[1]
 
 
-def _roc_auc(y, pred, proba, classes):
-    return skm.roc_auc_score(y == _pos(classes), proba[:, 1])
+def _roc_auc(y: Any, pred: Any, proba: Any, classes: tuple[Any, ...]) -> float:
+    return float(skm.roc_auc_score(y == _pos(classes), proba[:, 1]))
 
 
-def _roc_auc_ovr(y, pred, proba, classes):
+def _roc_auc_ovr(y: Any, pred: Any, proba: Any, classes: tuple[Any, ...]) -> float:
     """Macro one-vs-rest ROC AUC over the classes the rows hold (each with positives and
     negatives): scikit-learn's ``multi_class="ovr"`` when every class is there; a class absent
     from these rows (a rare one in a fold or a small holdout) has no AUC and is left out, not
@@ -74,14 +76,14 @@ def _roc_auc_ovr(y, pred, proba, classes):
     return float(np.mean(auc))
 
 
-def _log_loss(y, pred, proba, classes):
-    return skm.log_loss(y, np.clip(proba, 1e-15, 1), labels=list(classes))
+def _log_loss(y: Any, pred: Any, proba: Any, classes: tuple[Any, ...]) -> float:
+    return float(skm.log_loss(y, np.clip(proba, 1e-15, 1), labels=list(classes)))
 
 
-def _f1(y, pred, proba, classes):
+def _f1(y: Any, pred: Any, proba: Any, classes: tuple[Any, ...]) -> float:
     if len(classes) == 2:
-        return skm.f1_score(y == _pos(classes), pred == _pos(classes))
-    return skm.f1_score(y, pred, average="macro", labels=list(classes))
+        return float(skm.f1_score(y == _pos(classes), pred == _pos(classes)))
+    return float(skm.f1_score(y, pred, average="macro", labels=list(classes)))
 
 
 CLASSIFICATION = ("binary", "multiclass")

@@ -3,7 +3,7 @@ engine itself imports neither mlflow nor a UI library."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,11 +51,11 @@ class SearchObserver:
     def on_attempt_end(self, record: AttemptRecord) -> None:
         """A candidate was evaluated and verified (or failed)."""
 
-    def on_attempt_predictions(self, record: AttemptRecord, predictions) -> None:
+    def on_attempt_predictions(self, record: AttemptRecord, predictions: Any) -> None:
         """Optional: the mean output of the attempt's fold models on the search's ``extra_X``
         rows (the holdout scorer defines it)."""
 
-    def on_attempt_outputs(self, record: AttemptRecord, oof, extra) -> None:
+    def on_attempt_outputs(self, record: AttemptRecord, oof: Any, extra: Any) -> None:
         """Optional: a complete attempt's out-of-fold output on the training rows and its fold
         models' mean output on ``extra_X`` (None without it), before ``on_attempt_end``: what
         resuming the search needs to not fit it again (the tracker records them)."""
@@ -76,10 +76,10 @@ class Observers:
     has (``SearchObserver``'s); ``emit`` an optional event (from proposers, or the fold models'
     predictions) to the observers that define it."""
 
-    def __init__(self, observers) -> None:
+    def __init__(self, observers: Iterable[Any]) -> None:
         self.all = list(observers)
 
-    def notify(self, hook: str, *args) -> None:
+    def notify(self, hook: str, *args: Any) -> None:
         for observer in self.all:
             getattr(observer, hook)(*args)
 
@@ -87,7 +87,7 @@ class Observers:
         """Tell every observer that has ``on_phase`` (a plain object may not)."""
         self.emit("on_phase", text)
 
-    def emit(self, hook: str, *args) -> None:
+    def emit(self, hook: str, *args: Any) -> None:
         for observer in self.all:
             method = getattr(observer, hook, None)
             if method is not None:

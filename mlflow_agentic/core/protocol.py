@@ -42,16 +42,17 @@ class CandidateProposer(abc.ABC):
     """Why ``propose_next`` returned None (a cost cap, an endpoint that failed), if not done."""
 
     @abc.abstractmethod
-    def propose_initial(self, dataset, trainers: Sequence[str]
+    def propose_initial(self, dataset: Any, trainers: Sequence[str]
                         ) -> Sequence[SolutionCandidate] | SolutionCandidate:
         """The seed candidates."""
 
     @abc.abstractmethod
-    def propose_next(self, dataset, history: Sequence[AttemptRecord], trainers: Sequence[str]
+    def propose_next(self, dataset: Any, history: Sequence[AttemptRecord],
+                     trainers: Sequence[str]
                      ) -> SolutionCandidate | None:
         """The next candidate given every attempt so far, or None to stop."""
 
-    def start(self, context) -> None:  # noqa: B027 - an optional hook with an empty default
+    def start(self, context: Any) -> None:  # noqa: B027 - an optional hook with an empty default
         """Once before seeding, with the ``SearchContext`` (metric, direction, trainers,
         baseline, briefing)."""
 

@@ -60,12 +60,12 @@ def setting(default: Any, help: str, *, flag: str | None = None, metavar: str | 
         "logged_as": logged_as, "same_on_resume": same_on_resume})
 
 
-def offered_settings() -> list[dataclasses.Field]:
+def offered_settings() -> list[dataclasses.Field[Any]]:
     """The settings a user sets (a field with ``flag=""`` is set by code)."""
     return [f for f in dataclasses.fields(SearchSettings) if f.metadata.get("flag") != ""]
 
 
-def logged_name(f: dataclasses.Field) -> str:
+def logged_name(f: dataclasses.Field[Any]) -> str:
     """The search run's parameter a setting is recorded as."""
     return f.metadata.get("logged_as") or f.name
 
@@ -277,7 +277,7 @@ class SearchSettings:
         return out
 
 
-def _at_least(name: str, value, low: int) -> None:
+def _at_least(name: str, value: Any, low: int) -> None:
     if value is None:
         return
     if isinstance(value, bool) or not isinstance(value, int):

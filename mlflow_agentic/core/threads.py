@@ -10,10 +10,11 @@ from concurrent.futures import Future
 from typing import Any
 
 
-def in_background(name: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Future:
+def in_background(name: str, fn: Callable[..., Any], *args: Any, **kwargs: Any
+                  ) -> Future[Any]:
     """``fn(*args, **kwargs)`` on a daemon thread called ``name``; its result or exception
     comes through the returned future."""
-    future: Future = Future()
+    future: Future[Any] = Future()
 
     def work() -> None:
         try:

@@ -23,7 +23,7 @@ class ResumedSearch(Protocol):
         ...
 
     @property
-    def llm_calls(self) -> Sequence[dict]:
+    def llm_calls(self) -> Sequence[dict[str, Any]]:
         """An LLM search's calls, answered again from their traces."""
         ...
 

@@ -269,7 +269,7 @@ class EngineeringRun:
                          + (f" ({made} LLM proposal(s) were made)" if made else
                             " (no LLM proposal was made: the results are the seeds')"
                             if self.stop.kind == StopKind.ENDPOINT else ""))
-        by_trainer: dict[str, list] = {}
+        by_trainer: dict[str, list[AttemptRecord]] = {}
         for a in self.attempts:
             if a.phase != "ensemble" and a.candidate.code is None:
                 by_trainer.setdefault(a.candidate.trainer, []).append(a)
@@ -280,7 +280,7 @@ class EngineeringRun:
             share = (f"all {len(attempts)}" if len(failed) == len(attempts)
                      else f"{len(failed)} of {len(attempts)}")
             lines.append(f"trainer {trainer} failed in {share} of its attempt(s): "
-                         f"{failed[0].error[:300]}")
+                         f"{(failed[0].error or '')[:300]}")
         return lines
 
     def why_nothing_verified(self) -> str:

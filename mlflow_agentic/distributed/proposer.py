@@ -44,23 +44,27 @@ class SharedOptunaProposer(OptunaProposer):
         if self.study is None:
             self._create_study(dataset, trainers)
         self.shared.fail_dead_trials()  # a dead worker's trials: FAIL
-        n = len(self.study.get_trials(deepcopy=False))
+        n = len(self.shared.study.get_trials(deepcopy=False))
         if n >= self.n_trials:
             self.stop_reason = StopReason(StopKind.EXHAUSTED, f"the study has its "
                                           f"{self.n_trials} trials ({n} asked by all workers)")
             return None
         candidate = self._ask(dataset, trainers, None)
-        trial_id = self.storage.get_trial_id_from_study_id_trial_number(
-            self.storage.get_study_id_from_name(self.study_name), candidate.trial)
-        self.storage.record_heartbeat(trial_id)
+        number = candidate.trial
+        assert number is not None, "an asked trial has its number"
+        storage = self.shared.storage
+        trial_id = storage.get_trial_id_from_study_id_trial_number(
+            storage.get_study_id_from_name(self.study_name), number)
+        storage.record_heartbeat(trial_id)
         with self._lock:
-            self._held[candidate.trial] = trial_id
+            self._held[number] = trial_id
         return candidate
 
     def observe(self, record: AttemptRecord) -> None:
         super().observe(record)
         with self._lock:
-            self._held.pop(record.candidate.trial, None)
+            if record.candidate.trial is not None:
+                self._held.pop(record.candidate.trial, None)
 
     def abandon(self) -> None:
         """This worker stops (an error, SIGTERM): the trials it holds end FAIL now."""
@@ -71,7 +75,7 @@ class SharedOptunaProposer(OptunaProposer):
             held, self._held = list(self._held), {}
         for number in held:
             with contextlib.suppress(Exception):  # already told, or the storage is gone
-                self.study.tell(number, state=TrialState.FAIL)
+                self.shared.study.tell(number, state=TrialState.FAIL)
 
     def close(self) -> None:
         self._stop.set()
@@ -82,4 +86,4 @@ class SharedOptunaProposer(OptunaProposer):
                 ids = list(self._held.values())
             for trial_id in ids:
                 with contextlib.suppress(Exception):  # the next beat tries again
-                    self.storage.record_heartbeat(trial_id)
+                    self.shared.storage.record_heartbeat(trial_id)

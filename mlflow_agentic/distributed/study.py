@@ -13,9 +13,13 @@ import os
 import socket
 import time
 import warnings
+from typing import TYPE_CHECKING
 
 from mlflow_agentic.core.errors import UserInputError
 from mlflow_agentic.core.processes import process_alive
+
+if TYPE_CHECKING:
+    import optuna
 
 HEARTBEAT_ENV = "MLFLOW_AGENTIC_HEARTBEAT_SECONDS"
 """How often a worker beats for the trials it holds (default 10 s); a trial whose worker has
@@ -77,22 +81,29 @@ class SharedStudy:
 
     def __init__(self, name: str, storage, url: str) -> None:
         self.name, self.storage, self.url = name, storage, url
-        self.study = None
+        self._study: optuna.Study | None = None
         self.created = False
+
+    @property
+    def study(self) -> optuna.Study:
+        """The study, once ``open`` made or joined it."""
+        if self._study is None:
+            raise RuntimeError(f"the study {self.name!r} is not open: call open() first")
+        return self._study
 
     def open(self, sampler=None, *, create: bool = True):
         import optuna
 
         if create:
             try:  # exactly one worker creates it: the storage refuses a second study by name
-                self.study = optuna.create_study(study_name=self.name, storage=self.storage,
+                self._study = optuna.create_study(study_name=self.name, storage=self.storage,
                                                  direction="maximize", sampler=sampler)
                 self.created = True
                 return self.study
             except optuna.exceptions.DuplicatedStudyError:
                 pass
         try:
-            self.study = optuna.load_study(study_name=self.name, storage=self.storage,
+            self._study = optuna.load_study(study_name=self.name, storage=self.storage,
                                            sampler=sampler)
         except KeyError as exc:
             raise UserInputError(f"no study {self.name!r} in {self.url}; start a worker with "

@@ -99,7 +99,9 @@ def run_worker(data, *, study: str, storage: str, target: str | None = None,
         raise
     proposer.close()
     shared.unregister(label)
-    done = WorkerResult(result, tracker.parent_run_id, shared.created)
+    run_id = tracker.parent_run_id
+    assert run_id is not None, "the tracker made the shared search run when the search started"
+    done = WorkerResult(result, run_id, shared.created)
     full = len(shared.study.get_trials(deepcopy=False)) >= n_trials  # not stopped early
     if finalize_last and full and not shared.running_trials() and shared.claim_finalize():
         say("this worker finished last: finalizing the search")

@@ -22,6 +22,7 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
+from typing import Any
 
 from mlflow_agentic.core.processes import process_alive
 
@@ -100,7 +101,7 @@ class Live:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._containers: dict[str, object] = {}
+        self._containers: dict[str, Any] = {}  # docker containers
         self._stopping = False
 
     def reopen(self) -> None:

@@ -36,6 +36,7 @@ import sys
 import time
 import traceback
 from pathlib import Path
+from typing import Any
 
 READY = b"\nmlflow-agentic: outputs ready\n"
 """Printed (with ``--hold``) once the outputs are written; the process then becomes ``sleep``
@@ -49,7 +50,7 @@ def main(folder: str, out: str, hold: bool = False) -> int:
     log = io.StringIO()
     stage = "read"
     started = time.perf_counter()
-    outputs: dict[str, object] = {}
+    outputs: dict[str, Any] = {}
     try:
         import numpy as np
         import pandas as pd
@@ -62,6 +63,8 @@ def main(folder: str, out: str, hold: bool = False) -> int:
             stage = "import"
             spec = importlib.util.spec_from_file_location("candidate",
                                                           folder_path / "candidate.py")
+            if spec is None or spec.loader is None:
+                raise ImportError("candidate.py cannot be loaded as a module")
             module = importlib.util.module_from_spec(spec)
             sys.modules["candidate"] = module  # a custom transformer pickles by this name
             spec.loader.exec_module(module)

@@ -18,6 +18,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -113,7 +114,7 @@ class SandboxJob:
             frame.to_parquet(paths["train"], index=False)
         else:
             paths["model"] = folder / "model.pkl"
-            paths["model"].write_bytes(self.model_bytes)
+            paths["model"].write_bytes(self.model_bytes or b"")
         if self.rows is not None:
             paths["rows"] = folder / "rows.parquet"
             self.rows.reset_index(drop=True).to_parquet(paths["rows"], index=False)
@@ -158,7 +159,7 @@ class SandboxResult:
             return cls(False, "killed" if killed else "crashed", label,
                        error=killed or f"the sandbox ended without a result: {logs[-1500:]}",
                        seconds=seconds, log=(log + logs)[-MAX_LOG_CHARS:], limits=limits)
-        common = dict(seconds=seconds, log=log, limits=limits)
+        common: dict[str, Any] = dict(seconds=seconds, log=log, limits=limits)
         try:
             data = json.loads(outputs.files["result.json"].decode())
             if not isinstance(data, dict):
@@ -201,7 +202,7 @@ class SandboxResult:
 def _predictions(data: bytes | None, job: SandboxJob) -> np.ndarray:
     """``pred.npy`` as the job asked for it: one finite value (regression) or one probability
     per class for each row; anything else is the candidate's failure, not a number."""
-    n, k = len(job.rows), job.n_outputs
+    n, k = (0 if job.rows is None else len(job.rows)), job.n_outputs
     expected = (n, k) if k else (n,)
     if data is None:
         raise ValueError("no pred.npy")

@@ -18,6 +18,7 @@ import tarfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO, cast
 
 RESULT_BYTES = 256 * 1024
 """``result.json``: the stage, an error and a traceback (the harness cuts them to 10 kB)."""
@@ -119,7 +120,8 @@ def read_archive(stream, caps: Mapping[str, int], folder: str = "out") -> Output
     reading stops at a member over its cap (a 1 TB sparse file is refused by its header, not
     streamed), and the stream may not exceed ``stream_bytes(caps)`` (``OSError``)."""
     outputs = Outputs()
-    with tarfile.open(fileobj=_Chunks(stream, stream_bytes(caps)), mode="r|") as archive:
+    chunks = cast(IO[bytes], _Chunks(stream, stream_bytes(caps)))  # read() is all tar needs
+    with tarfile.open(fileobj=chunks, mode="r|") as archive:
         for member in archive:
             parent, _, name = member.name.rstrip("/").rpartition("/")
             if parent.lstrip("./") != folder or name not in caps:

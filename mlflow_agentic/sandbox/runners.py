@@ -16,6 +16,7 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from mlflow_agentic.sandbox import cleanup
 from mlflow_agentic.sandbox.harness import READY
@@ -84,7 +85,7 @@ class DockerSandbox:
     def __init__(self, image: str | None = None, limits: Limits | None = None) -> None:
         self.image = image or default_image()  # the one `sandbox build` makes for this machine
         self.limits = limits or Limits()
-        self._client = None
+        self._client: Any = None  # a docker client, once a daemon answered
 
     def check(self) -> DockerSandbox:
         """Fail closed: a daemon that answers and the image, or a message saying how."""

@@ -13,6 +13,8 @@ import ast
 import math
 import re
 import textwrap
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -48,8 +50,8 @@ def folds_csv(train, recipe: dict, n_splits: int, seed: int, scheme: str) -> str
 
 
 def attempt_script(record: AttemptRecord, train, recipe: dict,
-                   members: dict[int, tuple[str, dict]], *, search: str, n_splits: int,
-                   seed: int) -> str | None:
+                   members: Mapping[int, tuple[str, Mapping[str, Any]]], *, search: str,
+                   n_splits: int, seed: int) -> str | None:
     """The script of ``record`` (None when it cannot be written as plain code: a data frame
     the search was given, a code-mode candidate, a member not seen, a third-party model)."""
     if not recipe.get("source") or not recipe.get("rows") or record.candidate.code is not None:

@@ -7,7 +7,10 @@ Each record goes to disk first (``tracking.store.journal``) and to the store on 
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from mlflow_agentic.core import evidence as ev
 from mlflow_agentic.core.types import AttemptRecord, EngineeringRun, SolutionCandidate
@@ -26,6 +29,12 @@ from mlflow_agentic.tracking.store import (
     search_tags,
     send,
 )
+
+
+@dataclass(frozen=True)
+class _Opened:
+    conn: Connection
+    journal: Journal
 
 
 class AttemptRuns:
@@ -47,15 +56,21 @@ class AttemptRuns:
         """LLM calls whose trace the writer sent after an outage."""
         self.last_start = 0
         self.llm = LLMCalls(say, self._journal_trace)
-        self.members: dict[int, tuple[str, dict]] = {}
+        self.members: dict[int, tuple[str, Mapping[str, Any]]] = {}
         """Attempt index -> (trainer, params): what an ensemble's script refits."""
+
+    @property
+    def opened(self) -> _Opened:
+        """The store and the journal, once ``begin`` has them."""
+        assert self.journal is not None and self.conn is not None, "begin() comes first"
+        return _Opened(self.conn, self.journal)
 
     def begin(self, conn: Connection) -> None:
         """The journal of this search, once its run exists."""
         self.conn = conn
         self.journal = Journal.create(self.search.run_id, conn.uri, self.search.experiment_id)
         conn.sending.meanwhile = (f"the search goes on; its records wait in the journal "
-                                  f"{self.journal.path}")
+                                  f"{self.opened.journal.path}")
 
     def start(self, index: int, candidate: SolutionCandidate) -> None:
         point = self.search.resume
@@ -82,7 +97,7 @@ class AttemptRuns:
 
     def outputs(self, record: AttemptRecord, oof, extra) -> None:
         """What resuming needs to not fit this attempt again (``tracking.resume``)."""
-        path = self.journal.file_for(f"attempt-{record.index}", OUTPUTS_ARTIFACT)
+        path = self.opened.journal.file_for(f"attempt-{record.index}", OUTPUTS_ARTIFACT)
         write_outputs(path, oof, extra)
         self._journaled(record.index, "outputs", file=str(path))
 
@@ -97,7 +112,7 @@ class AttemptRuns:
         params = {"trainer": record.candidate.trainer, **record.params}
         tags = {**attempt_tags(record), **usage_tags, **record.tags}
         if record.failed:
-            tags["error"] = record.error
+            tags["error"] = record.error or ""
         if record.pruned is not None:  # partial folds: logged, never as the CV score
             tags["pruned"] = "true"
             steps[f"partial_{record.metric}_fold"] = record.fold_scores
@@ -106,7 +121,7 @@ class AttemptRuns:
         if script is not None:
             files["attempt.py"] = script
         for name, text in files.items():
-            path = self.journal.file_for(f"attempt-{record.index}", name)
+            path = self.opened.journal.file_for(f"attempt-{record.index}", name)
             path.write_text(text)
             self._journaled(record.index, "outputs", file=str(path),
                             folder=str(Path(name).parent) if "/" in name else None)
@@ -131,22 +146,22 @@ class AttemptRuns:
 
     def llm_call(self, exchange) -> None:
         s = self.search
-        self.llm.add(exchange, self.conn.store, s.context.proposer_name, s.run_id,
+        self.llm.add(exchange, self.opened.conn.store, s.context.proposer_name, s.run_id,
                      s.experiment_id)
 
     def _journaled(self, index: int, op: str, **fields) -> None:
         """A record of attempt ``index``: on disk now, to the store on the writer's thread."""
-        record = self.journal.append(op, ref=f"attempt:{index}", **fields)
+        record = self.opened.journal.append(op, ref=f"attempt:{index}", **fields)
         self.writer.submit(self._send, index, record)
 
     def _journal_trace(self, call: int, trace: dict, tried: list) -> None:
-        record = self.journal.append("trace", ref=f"call:{call}", trace=trace, tried=tried)
+        record = self.opened.journal.append("trace", ref=f"call:{call}", trace=trace, tried=tried)
         self.writer.submit(self._send, call, record)
 
     def _send(self, index: int, record: dict) -> None:
-        run_id = send(self.conn.store, self.conn.sending, self.journal, record)
-        self.journal.mark_done(record, run_id)
-        if record["op"] == "create_run":
+        run_id = send(self.opened.conn.store, self.opened.conn.sending, self.opened.journal, record)
+        self.opened.journal.mark_done(record, run_id)
+        if record["op"] == "create_run" and run_id is not None:
             self.open.add(index)
             self.child_run_ids[index] = run_id
         elif record["op"] == "end":
@@ -159,25 +174,25 @@ class AttemptRuns:
         """Wait for the writer to send every record; with the store still down after the retry
         window, stop: what is not in the store stays in the journal (``flush`` sends it)."""
         if not self.writer.flush(timeout=1.0):
-            window = self.conn.retrying.window
+            window = self.opened.conn.retrying.window
             self.say(f"the search is done; waiting up to {window:.0f}s for the tracking store "
-                     f"to take its last {len(self.journal.pending())} record(s) (kept in "
-                     f"{self.journal.path})")
+                     f"to take its last {len(self.opened.journal.pending())} record(s) (kept in "
+                     f"{self.opened.journal.path})")
             if not self.writer.flush(timeout=window):
                 self.stop_sending()
                 raise TrackingUnavailable(
-                    f"the tracking store {self.conn.retrying.uri} did not answer for "
+                    f"the tracking store {self.opened.conn.retrying.uri} did not answer for "
                     f"{window:.0f}s after the search ended. Recorded there: {self.recorded()}. "
                     f"Nothing was registered; {self.next_step()}")
-        self.journal.remove()
+        self.opened.journal.remove()
         if self.late_traces:
             self.say(f"sent the traces of {self.late_traces} LLM call(s) made while the "
                      "tracking store was down")
 
     def stop_sending(self) -> None:
         """The store is judged down: no more waiting on it, the journal keeps the rest."""
-        self.conn.sending.stop()
-        self.conn.retrying.down = True
+        self.opened.conn.sending.stop()
+        self.opened.conn.retrying.down = True
         self.writer.flush(raise_error=False, timeout=10.0)
 
     def next_step(self) -> str:
@@ -185,8 +200,8 @@ class AttemptRuns:
         if not pending:
             return AGAIN
         return (f"when the store is back, send what waits in the journal "
-                f"({self.journal.flush_command()}), then finish the search: "
-                f"{self.journal.resume_command()}")
+                f"({self.opened.journal.flush_command()}), then finish the search: "
+                f"{self.opened.journal.resume_command()}")
 
     def mark_ranks(self, run: EngineeringRun) -> None:
         """``rank`` (CV leaderboard position) and ``selected`` on every attempt's run, so the
@@ -200,7 +215,7 @@ class AttemptRuns:
                     "selected": str(best is not None and a.index == best.index).lower()}
             if run.tied(a):
                 tags["tie"] = "true"  # the window is in the search run's description
-            self.conn.log(run_id, {}, {}, tags)
+            self.opened.conn.log(run_id, {}, {}, tags)
 
     def recorded(self) -> str:
         """What the store holds of this search, for messages after a failure."""
@@ -211,7 +226,7 @@ class AttemptRuns:
                     f"({_ranges(done)})" if done else "no finished attempt")
         waiting, cut = self.journal.pending_attempts() if self.journal is not None else ([], [])
         journaled = (f"; the records of finished attempt(s) {_ranges(waiting)} wait in the "
-                     f"journal {self.journal.path}" if waiting else "")
+                     f"journal {self.opened.journal.path}" if waiting else "")
         if cut:  # started, its end never written: a resume marks it KILLED and runs it again
             journaled += f"; attempt(s) {_ranges(cut)} were cut"
         return f"search run {self.search.run_id} with {attempts}{journaled}"

@@ -61,7 +61,8 @@ class AttemptRecorder(SearchObserver):
 
     # ---- what the rest of tracking reads ------------------------------------------------------
     @property
-    def parent_run_id(self) -> str | None:
+    def parent_run_id(self) -> str:
+        """The search run's id ('' before the search started)."""
         return self.search.run_id
 
     @property
@@ -70,7 +71,13 @@ class AttemptRecorder(SearchObserver):
 
     @property
     def context(self) -> SearchContext | None:
-        return self.search.context
+        return getattr(self.search, "context", None)  # None before the search started
+
+    @property
+    def store(self) -> Connection:
+        """The connection to the tracking store, once the search started."""
+        assert self.conn is not None, "the store is connected when the search starts"
+        return self.conn
 
     @property
     def client(self):
@@ -97,11 +104,11 @@ class AttemptRecorder(SearchObserver):
         return self.attempts.journal
 
     def call(self, what: str, fn, *args, **kwargs):
-        return self.conn.call(what, fn, *args, **kwargs)
+        return self.store.call(what, fn, *args, **kwargs)
 
     def log(self, run_id: str, metrics: dict, params: dict, tags: dict,
             steps: dict | None = None) -> None:
-        self.conn.log(run_id, metrics, params, tags, steps)
+        self.store.log(run_id, metrics, params, tags, steps)
 
     def run_link(self, run_id: str) -> str:
         return self.search.run_link(run_id)
@@ -170,7 +177,7 @@ class AttemptRecorder(SearchObserver):
         """The attempts that finished stay recorded (or journaled, the store down); those under
         way and the search run are marked. On a full disk every write is tried once, and what
         could not be written is remembered (``unmarked``) for the message."""
-        retrying = self.conn.retrying
+        retrying = self.store.retrying
         retrying.window = min(retrying.window, 1.0 if full else 30.0)
         if not self.attempts.writer.flush(raise_error=False, timeout=retrying.window):
             self.attempts.stop_sending()

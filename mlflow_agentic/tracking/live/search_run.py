@@ -12,6 +12,7 @@ import os
 import socket
 import time
 import warnings
+from typing import Any
 
 import mlflow
 from mlflow.entities import Dataset as DatasetEntity
@@ -58,14 +59,17 @@ class SearchRun:
         self.shared = shared
         """A worker on a shared study: the run is created or joined, never ended here."""
         self.search_id = new_search_id()
-        self.run_id: str | None = None
-        self.experiment_id: str | None = None
+        self.run_id = ""
+        """The search run's id ('' until ``open`` made, reopened or joined it)."""
+        self.experiment_id = ""
         self.source_name = ""
-        self.context: SearchContext | None = None
-        self.context_token = None
-        self.dataset_input = None
+        self.context: SearchContext
+        """What the search is (set by ``open``)."""
+        self.context_token: Any = None
+        self.dataset_input: Any = None
         """The training rows as an MLflow dataset (logged again on the selected attempt)."""
-        self.conn: Connection | None = None
+        self.conn: Connection
+        """The store (set by ``open``)."""
         self.view_shared: bool | None = None
         self.name = run_name or ""
 
@@ -97,7 +101,7 @@ class SearchRun:
         self.dataset_input = lifecycle.dataset_source(ds)
         record(self._record, context, {f"baseline_{context.metric.name}":
                                        context.baseline_score}, params, tags)
-        if self.shared is not None:
+        if self.shared is not None and self.shared.publish is not None:
             self.shared.publish(self.run_id)
 
     def _create(self, context: SearchContext):
@@ -192,7 +196,8 @@ class SearchRun:
         mlflow.set_experiment(f"{ds.name}-agentic")
 
     def worker_note(self, note: str) -> None:
-        self.conn.log(self.run_id, {}, {}, {f"worker.{self.shared.worker}": note})
+        worker = self.shared.worker if self.shared is not None else "?"
+        self.conn.log(self.run_id, {}, {}, {f"worker.{worker}": note})
 
     def end(self, status: str = "FINISHED") -> None:
         """End the search run and this search's run context."""
