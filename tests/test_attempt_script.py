@@ -235,6 +235,7 @@ def test_scripts_type_dates_codes_and_gaps_as_the_search_did(tmp_path, task, met
     assert checked == len(trainers)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["stack", "ensemble"])
 def test_a_combined_scripts_arithmetic_is_the_served_models(churn_frame, tmp_path, kind,
                                                             capsys):

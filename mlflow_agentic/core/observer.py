@@ -72,16 +72,36 @@ class SearchObserver:
 
 
 class Observers:
-    """The loop's observers, told each event in order. ``notify`` calls a hook every observer
-    has (``SearchObserver``'s); ``emit`` an optional event (from proposers, or the fold models'
-    predictions) to the observers that define it."""
+    """The loop's observers, told each event in order: one method per ``SearchObserver`` hook
+    (every observer has those); ``emit`` an optional event (from proposers: an LLM call) to the
+    observers that define it."""
 
     def __init__(self, observers: Iterable[Any]) -> None:
         self.all = list(observers)
 
-    def notify(self, hook: str, *args: Any) -> None:
+    def search_start(self, context: SearchContext) -> None:
         for observer in self.all:
-            getattr(observer, hook)(*args)
+            observer.on_search_start(context)
+
+    def attempt_start(self, index: int, candidate: SolutionCandidate, phase: str) -> None:
+        for observer in self.all:
+            observer.on_attempt_start(index, candidate, phase)
+
+    def attempt_outputs(self, record: AttemptRecord, oof: Any, extra: Any) -> None:
+        """Optional: to the observers that keep outputs (the tracker, for resuming)."""
+        self.emit("on_attempt_outputs", record, oof, extra)
+
+    def attempt_end(self, record: AttemptRecord) -> None:
+        for observer in self.all:
+            observer.on_attempt_end(record)
+
+    def attempt_predictions(self, record: AttemptRecord, predictions: Any) -> None:
+        """Optional: to the observers that score them (the holdout scorer)."""
+        self.emit("on_attempt_predictions", record, predictions)
+
+    def search_end(self, run: EngineeringRun) -> None:
+        for observer in self.all:
+            observer.on_search_end(run)
 
     def phase(self, text: str) -> None:
         """Tell every observer that has ``on_phase`` (a plain object may not)."""

@@ -10,6 +10,7 @@ import abc
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
+from mlflow_agentic.core.dataset_like import DatasetLike
 from mlflow_agentic.core.types import AttemptRecord, SolutionCandidate, StopReason
 
 
@@ -42,12 +43,12 @@ class CandidateProposer(abc.ABC):
     """Why ``propose_next`` returned None (a cost cap, an endpoint that failed), if not done."""
 
     @abc.abstractmethod
-    def propose_initial(self, dataset: Any, trainers: Sequence[str]
+    def propose_initial(self, dataset: DatasetLike, trainers: Sequence[str]
                         ) -> Sequence[SolutionCandidate] | SolutionCandidate:
         """The seed candidates."""
 
     @abc.abstractmethod
-    def propose_next(self, dataset: Any, history: Sequence[AttemptRecord],
+    def propose_next(self, dataset: DatasetLike, history: Sequence[AttemptRecord],
                      trainers: Sequence[str]
                      ) -> SolutionCandidate | None:
         """The next candidate given every attempt so far, or None to stop."""

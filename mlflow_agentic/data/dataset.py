@@ -12,13 +12,13 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
 
 from mlflow_agentic.core.errors import UserInputError
-from mlflow_agentic.core.types import is_classification, is_regression
+from mlflow_agentic.core.types import Task, is_classification, is_regression
 from mlflow_agentic.data.columns import (
     TWO_ORDERS_REASON,
     ColumnInfo,
@@ -53,7 +53,7 @@ class Dataset:
 
     frame: pd.DataFrame
     target: str
-    task: str
+    task: Task
     columns: dict[str, ColumnInfo]
     name: str = "dataset"
     source: str | None = None
@@ -102,7 +102,7 @@ class Dataset:
                 f"no usable feature columns{where}: "
                 + _listed([f"{c} ({i.kind})" for c, i in columns.items()])
             )
-        return cls(frame=df, target=target, task=task, columns=columns, name=name,
+        return cls(frame=df, target=target, task=cast(Task, task), columns=columns, name=name,
                    source=source, classes=classes, dropped_missing_target=int(missing.sum()),
                    notes=notes, infinite_cells=infinite_cells)
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from sklearn.pipeline import Pipeline
 
+from mlflow_agentic.core.dataset_like import DatasetLike
 from mlflow_agentic.core.errors import ProposerOutputError
 from mlflow_agentic.trainers.preprocessing import (
     build_preprocessor,
@@ -33,8 +34,8 @@ class Trainer:
 
     name: str
     build_model: Callable[[str, dict[str, Any], int], Any]
-    space: Callable[[Any], dict[str, ParamSpec]]
-    defaults: Callable[[Any], dict[str, Any]]
+    space: Callable[[DatasetLike], dict[str, ParamSpec]]
+    defaults: Callable[[DatasetLike], dict[str, Any]]
     tasks: frozenset[str] = ALL_TASKS
     preprocessing: str = "ordinal"
     requirements: tuple[str, ...] = ()
@@ -50,7 +51,8 @@ class Trainer:
     def supports(self, task: str) -> bool:
         return task in self.tasks
 
-    def resolve_params(self, dataset, params: Mapping[str, Any] | None) -> dict[str, Any]:
+    def resolve_params(self, dataset: DatasetLike, params: Mapping[str, Any] | None
+                       ) -> dict[str, Any]:
         """Defaults overlaid with ``params``, each coerced to its declared type.
 
         Raises ``ProposerOutputError`` naming the bad parameter and the valid ones.
@@ -78,7 +80,8 @@ class Trainer:
                 ) from exc
         return resolved
 
-    def model(self, dataset, resolved: Mapping[str, Any], random_state: int = 0):
+    def model(self, dataset: DatasetLike, resolved: Mapping[str, Any], random_state: int = 0
+              ) -> Any:
         """The unfitted model for ``dataset``'s preprocessed columns (``resolved`` params):
         a booster that can is told which columns are category codes, and bins a code-like
         numeric column's values one per bin (``value_bins``)."""
@@ -88,7 +91,7 @@ class Trainer:
                                     category_columns(dataset, self.preprocessing))
         return bin_values(model, value_bins(dataset))
 
-    def pipeline(self, dataset, params: Mapping[str, Any] | None = None,
+    def pipeline(self, dataset: DatasetLike, params: Mapping[str, Any] | None = None,
                  random_state: int = 0) -> Pipeline:
         """Unfitted ``Pipeline(inputs, preprocess, model)`` for this dataset: ``inputs`` checks
         the raw columns (optional ones may be absent), ``preprocess`` types and encodes them."""

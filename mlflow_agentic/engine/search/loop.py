@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
+from mlflow_agentic.core.dataset_like import DatasetLike
 from mlflow_agentic.core.deadline import Deadline
 from mlflow_agentic.core.metrics import resolve_metric
 from mlflow_agentic.core.observer import Observers, SearchContext, SearchObserver
@@ -98,7 +99,7 @@ class AgenticAutoML:
         self.pool = WorkerPool(1)
         """The search's workers (``solve`` starts them; a refit after it asks ``refit_pool``)."""
 
-    def solve(self, dataset) -> EngineeringRun:
+    def solve(self, dataset: DatasetLike) -> EngineeringRun:
         """Run the search on ``dataset`` (all of whose rows are training rows)."""
         self.budget.start()
         self.oof, self.extras = {}, {}
@@ -115,11 +116,11 @@ class AgenticAutoML:
                                   pool, context.metric,
                                   _pruner(self.settings), s.seed, self.sandbox)
         try:  # a failure from here on ends the observers' records too (FAILED, with why)
-            self.observers.notify("on_search_start", context)
+            self.observers.search_start(context)
             run = self._search(context)
             run.wall_seconds = self.budget.elapsed()
             run.preprocess_seconds = self.runner.folds.preprocess_seconds
-            self.observers.notify("on_search_end", run)
+            self.observers.search_end(run)
         except BaseException as exc:
             self.observers.error(exc)
             raise
@@ -265,7 +266,7 @@ class AgenticAutoML:
 
         def started() -> None:
             for offset, plan in enumerate(plans):
-                self.observers.notify("on_attempt_start", first + offset, plan.candidate, phase)
+                self.observers.attempt_start(first + offset, plan.candidate, phase)
 
         def done(i: int, outcome: Outcome) -> None:
             record = attempt_record(ctx, first + i, plans[i], outcome, phase,
@@ -278,10 +279,10 @@ class AgenticAutoML:
             self._keep_outputs(record, outcome, history, plans[i].style)
             self.proposer.observe(record)
             if outcome.oof is not None and not record.restored:  # what a resume reads back
-                self.observers.emit("on_attempt_outputs", record, outcome.oof, outcome.extra)
-            self.observers.notify("on_attempt_end", record)
+                self.observers.attempt_outputs(record, outcome.oof, outcome.extra)
+            self.observers.attempt_end(record)
             if outcome.extra is not None:
-                self.observers.emit("on_attempt_predictions", record, outcome.extra)
+                self.observers.attempt_predictions(record, outcome.extra)
 
         self._batches().run(plans, self.budget.deadline(), done, on_submitted=started)
         return records

@@ -67,7 +67,7 @@ class CombiningStep:
         by_index = {a.index: a for a in history}
         candidate = self.describe(choice, [by_index[i] for i in choice.members])
         index = len(history) + 1
-        loop.observers.notify("on_attempt_start", index, candidate, "ensemble")
+        loop.observers.attempt_start(index, candidate, "ensemble")
         verdict = loop.verifier.verify(choice.score, ctx.baseline_score,
                                        greater_is_better=ctx.metric.greater_is_better,
                                        bounded=ctx.metric.bounded, metric=ctx.metric.name)
@@ -79,9 +79,9 @@ class CombiningStep:
             seconds=time.perf_counter() - started, elapsed=loop.budget.elapsed(),
             restored=index in loop.restored)  # recomputed (deterministic), recorded once
         history.append(record)
-        loop.observers.notify("on_attempt_end", record)
+        loop.observers.attempt_end(record)
         if all(i in loop.extras for i in choice.members):
-            loop.observers.emit("on_attempt_predictions", record, self.combined(
+            loop.observers.attempt_predictions(record, self.combined(
                 choice, [loop.extras[i] for i in choice.members], ctx))
         return record
 
