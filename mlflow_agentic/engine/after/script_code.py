@@ -230,10 +230,10 @@ def combined(models, X):
     """The members' outputs averaged with WEIGHTS."""
     return sum(w * output(m, X) for m, w in zip(models, WEIGHTS)) / sum(WEIGHTS)
 '''
-    feature = {"regression": "out.reshape(-1, 1)",
-               "binary": "np.log(np.clip(out, 1e-6, 1 - 1e-6)[:, [1]] / "
-                         "(1 - np.clip(out, 1e-6, 1 - 1e-6)[:, [1]]))",
-               "multiclass": "np.log(np.clip(out, 1e-6, 1 - 1e-6))"}[task]
+    feature = {"regression": "features.append(out.reshape(-1, 1))",
+               "binary": "p = np.clip(out, 1e-6, 1 - 1e-6)[:, [1]]\n"
+                         "        features.append(np.log(p / (1 - p)))  # log-odds",
+               "multiclass": "features.append(np.log(np.clip(out, 1e-6, 1 - 1e-6)))"}[task]
     answer = {"regression": "return z[:, 0]",
               "binary": "positive = 1 / (1 + np.exp(-z[:, 0]))\n"
                         "    return np.column_stack([1 - positive, positive])",
@@ -249,7 +249,7 @@ def combined(models, X):
     features = []
     for m in models:
         out = output(m, X)
-        features.append({feature})
+        {feature}
     z = np.hstack(features) @ np.atleast_2d(COEF).T + np.asarray(INTERCEPT, dtype=float)
     {answer}
 '''

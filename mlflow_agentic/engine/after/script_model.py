@@ -64,8 +64,8 @@ def model_code(trainer_name: str, params: dict, train, seed: int, name: str) -> 
         fit_args.append("verbose=False")
     elif stop.categorical:
         fit_args.append(f"categorical_feature={list(stop.categorical)!r}")
-    target = ("    y = pd.Categorical(y, categories=CLASSES).codes  # XGBoost takes 0..k-1\n"
-              if coded else "    y = np.asarray(y)\n")
+    codes = ("    y = pd.Categorical(y, categories=CLASSES).codes  # XGBoost takes 0..k-1\n"
+             if coded else "")
     stratify = "y" if is_classification(train.task) else "None"
     code = (
         f'def {name}(X, y):\n'
@@ -73,9 +73,10 @@ def model_code(trainer_name: str, params: dict, train, seed: int, name: str) -> 
         f'{1 - stop.validation_fraction:.0%}\n'
         f'    of them, stopped when {stop.rounds} rounds bring no gain on the other '
         f'{stop.validation_fraction:.0%}."""\n'
-        f'{target}'
+        f'    y = np.asarray(y)\n'
         f'    preprocess = {pre}\n'
         f'    Z = preprocess.fit_transform(X, y)\n'
+        f'{codes}'
         f'    Z_fit, Z_val, y_fit, y_val = train_test_split(\n'
         f'        Z, y, test_size={stop.validation_fraction!r}, '
         f'random_state={stop.random_state!r}, stratify={stratify})\n'
