@@ -1,4 +1,4 @@
-"""A full disk mid-search, on a real filesystem (a 1.5 MB tmpfs holding the store and the
+"""A full disk mid-search, on a real filesystem (a 1.6 MB tmpfs holding the store and the
 journal; CI runs as root): one clear message that says what the store holds, no traceback, the
 search run KILLED (never FINISHED), and once space is freed the printed --resume finishes it."""
 
@@ -31,7 +31,8 @@ def small_disk(path: Path, size: str):
 
 
 def test_a_full_disk_says_what_the_store_holds_and_ends_resumable(tmp_path):
-    with small_disk(tmp_path / "disk", "1500k") as disk:
+    # sized to fill mid-search: the store, the search's folds.csv (60 kB for churn), the journal
+    with small_disk(tmp_path / "disk", "1600k") as disk:
         uri = f"sqlite:///{disk / 'mlflow.db'}"
         command = [str(Path(sys.executable).parent / "mlflow-agentic"), "run", "--data",
                    str(CHURN), "--trainers", "linear,hist_gradient_boosting",
