@@ -219,43 +219,29 @@ def exit_on_user_error(work: Callable[[], None],
     import signal
 
     from mlflow_agentic.core.errors import SearchTerminated
+    from mlflow_agentic.core.stopping import stops_raise
 
-    stopping: list[int] = []
+    with stops_raise({signal.SIGTERM: SearchTerminated, signal.SIGINT: KeyboardInterrupt}):
+        try:
+            work()
+        except SearchTerminated:
+            _stopped("terminated (SIGTERM)", kept())
+            sys.exit(EXIT_TERMINATED)
+        except KeyboardInterrupt:
+            _stopped("interrupted", kept())
+            sys.exit(EXIT_INTERRUPTED)
+        except Exception as exc:
+            from mlflow_agentic.core.errors import disk_full
 
-    def stop(signum, frame):
-        """The first SIGINT or SIGTERM stops the work; any later one (a terminal or a CI runner
-        signals the whole process group, often INT then TERM) is noted, never raised, so the
-        cleanup that marks the runs KILLED and keeps the search resumable is not cut short."""
-        stopping.append(signum)
-        if len(stopping) > 1:
-            return
-        raise SearchTerminated() if signum == signal.SIGTERM else KeyboardInterrupt()
-
-    previous = signal.signal(signal.SIGTERM, stop)
-    previous_int = signal.signal(signal.SIGINT, stop)
-    try:
-        work()
-    except SearchTerminated:
-        _stopped("terminated (SIGTERM)", kept())
-        sys.exit(EXIT_TERMINATED)
-    except KeyboardInterrupt:
-        _stopped("interrupted", kept())
-        sys.exit(EXIT_INTERRUPTED)
-    except Exception as exc:
-        from mlflow_agentic.core.errors import disk_full
-
-        if isinstance(exc, AgenticError) or not disk_full(exc):  # ours says it already
-            _failed(exc, kept)
-        what = kept()
-        click.secho("error: the disk is full (No space left on device): the tracking store "
-                    "or the search's journal could not be written.", fg="red", err=True)
-        click.echo((f"Kept: {what}. " if what else "Nothing was kept. ") + "Nothing was "
-                   "registered. Free space on that disk, then continue the search as said "
-                   "(its finished attempts are not run again).", err=True)
-        sys.exit(EXIT_FAILURE)
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-        signal.signal(signal.SIGINT, previous_int)
+            if isinstance(exc, AgenticError) or not disk_full(exc):  # ours says it already
+                _failed(exc, kept)
+            what = kept()
+            click.secho("error: the disk is full (No space left on device): the tracking store "
+                        "or the search's journal could not be written.", fg="red", err=True)
+            click.echo((f"Kept: {what}. " if what else "Nothing was kept. ") + "Nothing was "
+                       "registered. Free space on that disk, then continue the search as said "
+                       "(its finished attempts are not run again).", err=True)
+            sys.exit(EXIT_FAILURE)
 
 
 def _failed(exc: Exception, kept: Callable[[], str]) -> None:
