@@ -3,6 +3,7 @@ deliberately broken trainer installed through the real entry-point group."""
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
@@ -262,3 +263,40 @@ def predicted_without_package(tracking_uri: str, model_uri: str, X: pd.DataFrame
                           env={**os.environ, "MLFLOW_TRACKING_URI": tracking_uri})
     assert proc.returncode == 0, proc.stderr[-2000:]
     return eval(proc.stdout.strip().splitlines()[-1])  # noqa: S307 - our own output
+
+
+TIER_MARKS = ("slow", "search")
+"""A test without one of these is in the unit tier and must not run a search."""
+
+_RUNNING: list[pytest.Item] = []
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Note which test is running (its setup included), for the unit tier's guard."""
+    _RUNNING.append(item)
+    try:
+        return (yield)
+    finally:
+        _RUNNING.pop()
+
+
+def _guard_the_unit_tier() -> None:
+    """``AgenticAutoML.solve`` fails in a unit test (no ``slow`` or ``search`` mark), so the unit
+    tier stays a tier of tests that run no search, whatever a later change adds to it."""
+    from mlflow_agentic.engine.search.loop import AgenticAutoML
+
+    solve = AgenticAutoML.solve
+
+    @functools.wraps(solve)
+    def guarded(self, *args, **kwargs):
+        item = _RUNNING[-1] if _RUNNING else None
+        if item is not None and not any(item.get_closest_marker(m) for m in TIER_MARKS):
+            raise AssertionError(f"{item.nodeid} runs a search but is in the unit tier: mark "
+                                 "it pytest.mark.search (or build what it tests directly)")
+        return solve(self, *args, **kwargs)
+
+    AgenticAutoML.solve = guarded
+
+
+_guard_the_unit_tier()

@@ -72,6 +72,8 @@ def test_w16_an_unrelated_frame_gets_its_own_name():
     assert frame_name(churn, "Churn").startswith("frame-Churn-")
 
 
+@pytest.mark.search
+@pytest.mark.slow  # over ~3 s
 def test_w10_an_excluded_column_with_any_name_is_recorded(tmp_path):
     frame = scripted_frame(200)
     frame.insert(0, "cust#ID!?\nx", [f"C{i:05d}" for i in range(len(frame))])

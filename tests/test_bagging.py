@@ -18,6 +18,8 @@ from mlflow_agentic.engine.after.selection import BAG_KEEP
 from mlflow_agentic.engine.search.budget import LoopBudget
 from mlflow_agentic.trainers.transforms import WeightedEnsemble
 
+pytestmark = pytest.mark.search  # its tests run searches in-process
+
 HGB = SolutionCandidate("hist_gradient_boosting", {"max_iter": 40})
 
 

@@ -87,6 +87,7 @@ def test_the_refit_on_all_rows_is_kept_back_with_the_share_its_decision_uses():
     assert off.kept_back(off.started + 59.0) == pytest.approx(ALONE_SHARE * 1.3)
 
 
+@pytest.mark.search
 def test_the_search_sizes_the_full_refit_from_its_holdout_rows(churn_small):
     import numpy as np
 
@@ -165,6 +166,7 @@ def test_a_bag_too_big_to_log_in_time_is_not_served_a_cheaper_refit_is():
     assert chosen is forest and model == "bag" and "average of its fold models" in note
 
 
+@pytest.mark.search
 def test_a_budget_spent_before_the_loop_starts_no_attempt_and_says_so(churn_small,
                                                                       tracking_uri):
     import time
@@ -229,6 +231,7 @@ def test_in_the_last_stretch_the_refit_kept_back_is_the_standing_ensembles():
     assert b.deadline() == pytest.approx(b.loop.started + 60 - 1.0 - refits * ahead, abs=1e-6)
 
 
+@pytest.mark.search
 def test_the_standing_ensemble_is_the_one_the_ensemble_step_chooses(churn_small):
     """What the budget keeps time back for is what the step after the loop then picks."""
     from mlflow_agentic.core.types import ENSEMBLE
@@ -318,6 +321,7 @@ def test_a_refit_that_ends_sooner_on_fresh_workers_restarts_them(churn_small):
         pool.abort()
 
 
+@pytest.mark.search
 def test_a_budget_that_cuts_every_attempt_says_what_the_loop_spent_and_what_to_change(
         churn_small):
     """A budget too small for one attempt's folds (Grants at 20 s: 1,503 columns, the loop's

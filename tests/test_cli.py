@@ -186,6 +186,8 @@ def test_task_regression_reads_whole_number_scores_as_numbers(tracking_uri, tmp_
     assert "rmse=" in told.output
 
 
+@pytest.mark.search
+@pytest.mark.slow  # over ~3 s
 def test_the_served_line_says_which_rows_and_is_absent_when_nothing_is_served(tracking_uri,
                                                                               small_csv):
     """By default the served model is refit on every labelled row, and the command says so; a

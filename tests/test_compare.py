@@ -255,6 +255,8 @@ def test_ranking_is_by_holdout_with_shared_ties():
         [("a", 2.0, 1), ("b", 2.0, 1), ("c", 2.0, 1), ("d", 4.0, 0)]  # a tie is a win each
 
 
+@pytest.mark.search
+@pytest.mark.slow  # over ~3 s
 def test_several_datasets_get_one_comparison_each_and_a_ranking(tmp_path, monkeypatch,
                                                                 churn_frame):
     folder = tmp_path / "data"
@@ -325,6 +327,8 @@ def test_bad_input_is_refused_before_any_run(tmp_path, monkeypatch, churn_frame,
     assert client.search_runs(ids) == []  # nothing half-written
 
 
+@pytest.mark.search
+@pytest.mark.slow  # over ~3 s
 def test_an_llm_that_never_answered_is_not_ranked(tmp_path, monkeypatch, churn_frame):
     """The compare guide's newcomer example against a server that lists its model, then dies at
     the first completion: the LLM's arms ran only the seed candidates, so no proposer is

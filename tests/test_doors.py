@@ -50,6 +50,7 @@ def test_leaderboard_last_prints_the_searchs_table_in_each_format(searched):
     assert rows[0]["rank"] == 1 and rows[0]["run_id"]
 
 
+@pytest.mark.search
 def test_leaderboard_of_something_else_says_what_to_pass(searched):
     uri, found = searched
     child = found.tracker.child_run_ids[1]
@@ -59,6 +60,7 @@ def test_leaderboard_of_something_else_says_what_to_pass(searched):
         result.output
 
 
+@pytest.mark.search
 def test_predict_writes_labels_and_probabilities_as_serving_gives_them(searched, churn_frame,
                                                                        tmp_path):
     uri, found = searched
@@ -78,6 +80,7 @@ def test_predict_writes_labels_and_probabilities_as_serving_gives_them(searched,
     assert ((predicted["probability_Yes"] > 0.5) == (predicted["label"] == "Yes")).all()
 
 
+@pytest.mark.search
 def test_predict_refuses_what_serving_refuses_with_the_same_message(searched, churn_frame,
                                                                     tmp_path):
     uri, _ = searched
@@ -92,6 +95,7 @@ def test_predict_refuses_what_serving_refuses_with_the_same_message(searched, ch
     assert missing.exit_code == 2 and f"registered: {NAME}" in missing.output
 
 
+@pytest.mark.search
 def test_predict_names_a_missing_column_in_two_lines_and_warns_of_extra_ones(searched,
                                                                              churn_frame,
                                                                              tmp_path):

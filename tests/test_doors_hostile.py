@@ -42,6 +42,7 @@ def test_predict_refuses_to_overwrite_its_input_or_write_nowhere(tmp_path, monke
     assert folder.exit_code == 2 and "is a folder" in folder.output
 
 
+@pytest.mark.search
 def test_ui_refuses_a_port_another_server_holds(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "mlflow.db").touch()

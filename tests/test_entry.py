@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 SCRIPT = """
 import atexit, sys
 
@@ -35,6 +37,7 @@ def run_entry(*argv: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.slow  # a subprocess
 def test_the_command_ends_with_its_code_after_the_exit_handlers_without_the_teardown():
     done = run_entry("--version")
     assert done.returncode == 0, done.stderr
@@ -43,6 +46,7 @@ def test_the_command_ends_with_its_code_after_the_exit_handlers_without_the_tear
     assert "torn down" not in done.stdout  # the teardown is what is skipped
 
 
+@pytest.mark.slow  # a subprocess
 def test_a_user_error_keeps_its_message_and_exit_code(tmp_path):
     done = run_entry("run", "--data", str(tmp_path / "missing.csv"))
     assert done.returncode == 2

@@ -63,6 +63,7 @@ def test_loop_and_proposers_never_import_the_scorer(start):
     assert not any(m.startswith("mlflow_agentic.frontdoor.orchestrator") for m in reached)
 
 
+@pytest.mark.search
 def test_proposer_is_built_only_after_the_holdout_is_sealed(churn_small):
     events = []
 
@@ -111,6 +112,7 @@ class Snapshot(SearchObserver):
         self.text = "\n".join(chunks)
 
 
+@pytest.mark.search
 def test_holdout_targets_appear_in_no_record_written_before_scoring(tracking_uri):
     rng = np.random.default_rng(7)
     n = 300
@@ -137,6 +139,7 @@ def test_holdout_targets_appear_in_no_record_written_before_scoring(tracking_uri
     assert f"{result.holdout.selected.holdout:.6f}"[:8] not in snapshot.text
 
 
+@pytest.mark.search
 def test_every_prompt_fact_is_recomputed_from_the_training_rows(churn_frame):
     """The LLM's task facts (rows, per-column distinct values and missing rates, class shares,
     excluded columns) recomputed here with plain pandas from the training rows the search was
@@ -215,6 +218,7 @@ def test_planted_leak_is_flagged_critical_and_excluded(leak_search):
     assert parent.data.tags["finding.single_feature.RefundIssued"].startswith("critical:")
 
 
+@pytest.mark.search
 def test_registered_model_does_not_use_the_leak(leak_search):
     uri, result, tracker, df = leak_search
     mlflow.set_tracking_uri(uri)
@@ -233,6 +237,7 @@ def test_registered_model_does_not_use_the_leak(leak_search):
     assert np.allclose(model.predict_proba(X), model.predict_proba(flipped))
 
 
+@pytest.mark.search
 def test_holdout_scores_and_gap_are_recorded(leak_search):
     uri, result, tracker, _ = leak_search
     client = mlflow.MlflowClient(uri)
@@ -256,6 +261,7 @@ def test_holdout_scores_and_gap_are_recorded(leak_search):
 
 
 # ---- quarantine --------------------------------------------------------------------------------
+@pytest.mark.search
 def test_too_good_candidates_are_quarantined_and_never_registered(tracking_uri, churn_frame):
     df = churn_frame.assign(Leak=churn_frame["Churn"])
     tracker = MlflowTracker()

@@ -12,6 +12,8 @@ from mlflow_agentic.engine import AgenticAutoML
 from mlflow_agentic.proposers.llm import AgentSolutionProposer, LLMProposer
 from tests.fakes.openai_server import ScriptedOpenAI
 
+pytestmark = pytest.mark.search  # its tests run searches in-process
+
 TRAINERS = ["linear", "xgboost"]
 
 

@@ -31,6 +31,7 @@ def qualities(run):
     return [a.candidate.params.get("quality") for a in run.attempts]
 
 
+@pytest.mark.search
 def test_quality_orders_the_scores(data):
     run = solve(data, [q(0.0), q(0.25), q(0.5), q(1.0)], patience=10)
     scores = [a.score for a in run.attempts]
@@ -39,6 +40,7 @@ def test_quality_orders_the_scores(data):
     assert all(a.verdict.valid for a in run.attempts[1:])
 
 
+@pytest.mark.search
 def test_max_iterations_bounds_reflection_rounds_not_seeds(data):
     run = solve(data, [q(0.1 * i) for i in range(1, 11)], max_iterations=4, patience=10)
     assert len(run.attempts) == 5 and run.n_iterations == 4
@@ -46,12 +48,14 @@ def test_max_iterations_bounds_reflection_rounds_not_seeds(data):
     assert "max_iterations=4" in run.stop_reason
 
 
+@pytest.mark.search
 def test_patience_stops_after_rounds_without_improvement(data):
     run = solve(data, [q(1.0), q(0.5), q(0.4), q(0.3), q(0.2)], patience=3)
     assert qualities(run) == [1.0, 0.5, 0.4, 0.3]
     assert "patience" in run.stop_reason
 
 
+@pytest.mark.search
 def test_verified_improvement_resets_patience(data):
     seq = [q(0.25), q(0.2), q(0.15), q(0.6), q(0.3), q(0.3), q(0.3), q(0.9)]
     run = solve(data, seq, patience=3)
@@ -60,6 +64,7 @@ def test_verified_improvement_resets_patience(data):
     assert run.best_candidate.params["quality"] == 0.6
 
 
+@pytest.mark.search
 def test_unverified_attempt_never_resets_patience(data):
     run = solve(data, [q(0.0), q(0.0), q(0.0), q(0.0)], patience=2)
     assert len(run.attempts) == 3  # seed + 2 rounds, none verified
@@ -92,6 +97,7 @@ class RawProposer(CandidateProposer):
         return self.items.pop(0) if self.items else None
 
 
+@pytest.mark.search
 def test_seeds_are_all_evaluated_and_patience_starts_after_them(data):
     run = AgenticAutoML(ManySeeds(), patience=1, max_iterations=5, cv=3,
                         trainers=["scripted"]).solve(data)
@@ -100,6 +106,7 @@ def test_seeds_are_all_evaluated_and_patience_starts_after_them(data):
     assert "patience" in run.stop_reason
 
 
+@pytest.mark.search
 def test_failing_candidate_is_recorded_and_search_goes_on(data):
     run = solve(data, [q(0.5), q(0.9, explode=True), q(0.8)], patience=5)
     failed = run.attempts[1]
@@ -116,6 +123,7 @@ def test_failing_candidate_is_recorded_and_search_goes_on(data):
     (SolutionCandidate("nonexistent", {}), "trainer 'nonexistent' is not allowed"),
     ("not a candidate", "expected a SolutionCandidate"),
 ])
+@pytest.mark.search
 def test_unparseable_proposals_are_failed_attempts(data, bad, message):
     run = AgenticAutoML(RawProposer([q(0.5), bad, q(0.8)]), cv=3, patience=5,
                         trainers=["scripted"]).solve(data)
@@ -123,11 +131,13 @@ def test_unparseable_proposals_are_failed_attempts(data, bad, message):
     assert len(run.attempts) == 3 and run.best_candidate.params["quality"] == 0.8
 
 
+@pytest.mark.search
 def test_proposer_running_dry_ends_cleanly(data):
     run = solve(data, [q(0.5), q(0.6)], patience=5, max_iterations=10)
     assert len(run.attempts) == 2 and run.stop_reason == "proposer has no more candidates"
 
 
+@pytest.mark.search
 def test_best_verified_is_refit_on_all_rows(data):
     run = solve(data, [q(0.5), q(1.0), q(0.7)], patience=5)
     assert run.best_candidate.params["quality"] == 1.0
@@ -136,6 +146,7 @@ def test_best_verified_is_refit_on_all_rows(data):
                         r"roc_auc=0\.\d{4} \(baseline 0\.5000\)", run.summary())
 
 
+@pytest.mark.search
 def test_minimised_metric_ranks_lower_as_better(data):
     run = solve(data, [q(0.3), q(1.0), q(0.6)], patience=5, metric="log_loss")
     assert run.best_candidate.params["quality"] == 1.0
@@ -150,18 +161,21 @@ class AllSeeds(SequenceProposer):
         return list(self.candidates)
 
 
+@pytest.mark.search
 def test_attempt_budget_counts_seeds_and_stops_the_search(data):
     run = AgenticAutoML(AllSeeds([q(0.5)] * 5), cv=3, trainers=["scripted"], max_attempts=3,
                         max_iterations=None, patience=None).solve(data)
     assert len(run.attempts) == 3 and run.stop_reason == "attempt budget spent: 3 of 3 attempts"
 
 
+@pytest.mark.search
 def test_without_patience_the_budget_is_spent_even_with_no_improvement(data):
     run = solve(data, [q(1.0)] + [q(0.3)] * 9, max_iterations=None, patience=None,
                 max_attempts=8)
     assert len(run.attempts) == 8 and "attempt budget" in run.stop_reason
 
 
+@pytest.mark.search
 def test_time_budget_counts_proposal_time(data):
     import time
 
@@ -231,6 +245,7 @@ def test_an_unknown_setting_is_named_with_the_closest():
 
 
 @pytest.mark.parametrize("offset, folds", [(None, 5), (0, 3), (1, 5)])
+@pytest.mark.search
 def test_a_large_table_is_searched_on_fewer_folds(data, offset, folds):
     """From ``large_rows`` training rows, 3 folds instead of ``cv`` (0: ``cv`` at every size)."""
     large_rows = 0 if offset is None else data.n_rows + offset
@@ -240,6 +255,7 @@ def test_a_large_table_is_searched_on_fewer_folds(data, offset, folds):
 
 
 @pytest.mark.parametrize("terminal", [True, False])
+@pytest.mark.search
 def test_the_progress_line_shows_the_best_so_far_and_the_time_left_on_a_terminal_only(
         data, terminal):
     """Updated in place on a terminal (then erased); nothing of it in a log or a pipe."""

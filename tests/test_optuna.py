@@ -10,6 +10,8 @@ from mlflow_agentic.engine import AgenticAutoML
 from mlflow_agentic.trainers import get_trainer
 from mlflow_agentic.trainers.portfolio import starts
 
+pytestmark = pytest.mark.search  # its tests run searches in-process
+
 TRAINERS = ["linear", "hist_gradient_boosting", "xgboost"]
 
 
@@ -69,6 +71,7 @@ def test_shared_storage_lets_processes_share_one_study(churn_small, tmp_path):
 
 
 
+@pytest.mark.slow  # over ~3 s
 def test_random_proposer_draws_uniformly_from_the_spaces_and_is_seeded(churn_small):
     from mlflow_agentic.proposers import RandomProposer
 

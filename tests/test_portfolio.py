@@ -102,6 +102,8 @@ def test_a_bad_portfolio_file_names_the_file_and_the_valid_form(churn_small, tmp
         "JSON" in str(caught.value)
 
 
+@pytest.mark.search
+@pytest.mark.slow  # over ~3 s
 def test_the_run_records_which_portfolio_started_it(churn_small, tracking_uri):
     import mlflow
 

@@ -170,6 +170,7 @@ def test_broken_evidence_is_refused_even_when_better(evidence, message):
     ({"quarantined": "false", "verdict.status": "quarantined"},
      "tag verdict.status=quarantined disagrees with the runs (verified)"),
 ])
+@pytest.mark.search
 def test_a_real_version_whose_tags_were_edited_is_refused(gate, edited, message):
     client = gate["client"]
     original = dict(tags(gate, 2))
@@ -224,6 +225,7 @@ def test_a_hand_registered_model_with_copied_evidence_is_refused(gate, churn_fra
     assert tags(gate, version)["promotion.decision"] == "refused"
 
 
+@pytest.mark.search
 def test_unknown_model_or_alias_is_a_clear_error(gate):
     result = CliRunner().invoke(main, ["promote", "--model", "nope", "--tracking-uri",
                                        gate["uri"]])
@@ -285,6 +287,8 @@ def test_a_version_whose_search_run_lost_its_holdout_is_told_to_pass_data(tracki
         _evaluation_data({"search_run_id": run, "target": "y"}, None)
 
 
+@pytest.mark.search
+@pytest.mark.slow  # over ~3 s
 def test_w6_a_deeper_forgery_with_edited_run_tags_is_refused_by_the_models_digest(
         gate, churn_frame):
     """W6: the real search run's registered_version and the real attempt's model_uri tags

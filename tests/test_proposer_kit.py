@@ -26,11 +26,12 @@ ALL = ["declares_itself", "proposes_within_its_trainers", "is_seeded",
 
 
 @pytest.mark.parametrize("make", [
-    lambda: OptunaProposer(seed=0),
-    lambda: OptunaProposer(seed=0, portfolio="defaults"),
-    lambda: RandomProposer(seed=0),
-    lambda trainers: SequenceProposer.defaults(trainers),
+    pytest.param(lambda: OptunaProposer(seed=0), marks=pytest.mark.slow),
+    pytest.param(lambda: OptunaProposer(seed=0, portfolio="defaults"), marks=pytest.mark.slow),
+    pytest.param(lambda: RandomProposer(seed=0), marks=pytest.mark.slow),
+    lambda trainers: SequenceProposer.defaults(trainers),  # the fast tier's quick form
 ], ids=["optuna", "optuna-defaults", "random", "sequence"])
+@pytest.mark.search
 def test_a_built_in_proposer_passes_every_check(make):
     assert check_proposer(make) == ALL
 
@@ -45,6 +46,8 @@ def answer_from_the_prompt(body: dict):
                        "rationale": "chosen by the prompt's digest", "expected_score": 0.9})
 
 
+@pytest.mark.search
+@pytest.mark.slow  # over ~3 s
 def test_the_llm_proposer_passes_every_check_over_http():
     from mlflow_agentic.proposers.llm import LLMProposer
 
@@ -135,6 +138,7 @@ class Forgetful(CandidateProposer):
     (Forgetful, ("is_seeded", "failures_are_data"),
      "resumes: resumed from 1 attempts, it ended with"),
 ], ids=["batch-size", "trainers", "seed", "failures", "resume"])
+@pytest.mark.search
 def test_each_check_catches_the_proposer_that_breaks_it(make, skip, broken):
     with pytest.raises(ProposerCheckFailed, match="^" + re.escape(broken)):
         check_proposer(make, skip=skip)

@@ -44,6 +44,7 @@ def test_the_served_model_saw_every_labelled_row_and_the_holdouts_model_is_kept(
     assert "on the 640 training rows" in version.description
 
 
+@pytest.mark.search
 def test_the_gate_scores_the_model_the_holdout_scored_not_the_served_one(full):
     """On its own holdout the served model scores above the recorded evidence (it has seen
     those rows); the gate scores the evidence model, so the recorded score stands."""
@@ -62,6 +63,7 @@ def test_the_gate_scores_the_model_the_holdout_scored_not_the_served_one(full):
     assert "would promote" in result.output
 
 
+@pytest.mark.search
 def test_the_served_model_differs_from_the_holdouts_on_the_holdout_rows(full, churn_frame):
     """The refit is a different fit (more rows), not a copy of the evidence model."""
     run = full.result.run
@@ -71,6 +73,7 @@ def test_the_served_model_differs_from_the_holdouts_on_the_holdout_rows(full, ch
     assert not np.allclose(served, scored)
 
 
+@pytest.mark.search
 def test_when_the_served_model_cannot_be_refit_on_all_rows_it_says_why(full):
     run = full.result.run
     holdout = Holdout(full.result.briefing.dataset, "stratified", 0.2)
@@ -97,6 +100,7 @@ def live_children() -> set[int]:
     return found
 
 
+@pytest.mark.search
 def test_after_a_spent_budget_stopped_the_workers_the_refit_on_all_rows_starts_none(full):
     """A budget spent mid-fold kills the search's workers; fresh ones spend about 2 s importing
     with a core busy (the whole refit of a 20 s search took 0.5-1.3 s): the refit on all rows

@@ -35,6 +35,7 @@ def solve(rule: str):
                          selection=rule).solve(ds)
 
 
+@pytest.mark.search
 def test_best_selects_the_top_and_names_its_ties(priced):
     run = solve("best")
     top = max(run.valid_attempts, key=lambda a: a.score)
@@ -47,6 +48,7 @@ def test_best_selects_the_top_and_names_its_ties(priced):
     assert "tied within one standard error" in run.summary() and "02-cheap" in run.summary()
 
 
+@pytest.mark.search
 def test_one_se_selects_the_cheapest_within_one_standard_error(priced):
     run = solve("one-se")
     assert run.top_attempt.candidate.trainer == "dear"

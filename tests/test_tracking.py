@@ -24,6 +24,8 @@ from mlflow_agentic.trainers import register_trainer, trainer_registry
 from tests.conftest import scripted_frame
 from tests.scripted import SCRIPTED, q
 
+pytestmark = pytest.mark.search  # its tests run searches in-process
+
 
 @pytest.fixture
 def scripted_trainer():

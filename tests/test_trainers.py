@@ -200,6 +200,7 @@ def test_columns_with_more_levels_than_one_hot_takes_are_target_encoded(monkeypa
     assert encoded > 0.8 and encoded > auc() + 0.05
 
 
+@pytest.mark.search
 def test_target_encoding_never_sees_the_labels_a_fold_is_scored_on(tracking_uri):
     """A 300-level column with no signal, about 3 rows a level: an encoding fitted with the
     scored rows' labels would score far above chance. Every fold fits it on its training rows

@@ -16,6 +16,8 @@ import pytest
 
 from mlflow_agentic import Dataset, SequenceProposer, SolutionCandidate, search
 
+pytestmark = pytest.mark.search  # its tests run searches in-process
+
 NAME = "ui-churn"
 CANDIDATES = [SolutionCandidate("linear"), SolutionCandidate("linear", {"C": 0.5}),
               SolutionCandidate("xgboost"), SolutionCandidate("random_forest")]
