@@ -42,9 +42,9 @@ def test_predict_refuses_to_overwrite_its_input_or_write_nowhere(tmp_path, monke
     assert folder.exit_code == 2 and "is a folder" in folder.output
 
 
-@pytest.mark.search
 def test_ui_refuses_a_port_another_server_holds(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)  # as an earlier test may leave it
     (tmp_path / "mlflow.db").touch()
     with socket.socket() as held:
         held.bind(("127.0.0.1", 0))
