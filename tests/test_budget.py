@@ -50,7 +50,7 @@ def test_with_an_ensemble_the_likely_members_refit_side_by_side_on_restarted_wor
     assert b.refit_estimate == pytest.approx(
         ALONE_SHARE * 1.3 * sum(likely) / 2 + WORKER_START_SECONDS)
     assert b.restart_pays()
-    assert b.deadline() < b.started + 60 - b.refit_estimate + 1e-9
+    assert b.attempts_end() < b.started + 60 - b.refit_estimate + 1e-9
 
 
 def test_quick_members_are_refit_in_this_process_as_the_killed_workers_cannot_help():
@@ -138,7 +138,7 @@ def test_a_big_models_shipping_and_logging_are_kept_back_beyond_the_fixed_reserv
     assert big.refit_estimate == pytest.approx(
         ALONE_SHARE * (1.3 + SHIP_SECONDS_PER_MB * refit_mb)
         + LOG_SECONDS_PER_MB * (refit_mb - LOG_FREE_MB))
-    assert big.deadline() < small.deadline() - 3.0  # the loop stops seconds earlier for it
+    assert big.attempts_end() < small.attempts_end() - 3.0  # the loop stops seconds earlier for it
 
 
 def test_a_bag_too_big_to_log_in_time_is_not_served_a_cheaper_refit_is():
@@ -220,15 +220,15 @@ def test_in_the_last_stretch_the_refit_kept_back_is_the_standing_ensembles():
     chosen = [quick[-1].index, quick[-2].index]
     b.members_now = lambda: chosen
     assert not b.restart_pays()  # for the standing ones: two quick fits, no restart
-    early = b.deadline()  # far from the end: the estimate made ahead
+    early = b.attempts_end()  # far from the end: the estimate made ahead
     assert early == pytest.approx(b.loop.started + 60 - 1.0 - refits * ahead, abs=1e-6)
     b.loop = Deadline(b.loop.started - 55, 60)  # as if 55 s were spent: the last stretch
-    late = b.deadline()  # two quick members: one after another in this process
+    late = b.attempts_end()  # two quick members: one after another in this process
     quick_two = ALONE_SHARE * 1.3 * 2
     assert late == pytest.approx(b.loop.started + 60 - 1.0 - refits * quick_two, abs=1e-6)
     assert b.kept_back(b.loop.started + 59.0) == pytest.approx(refits * quick_two)
     b.members_now = lambda: [*chosen, 999]  # a member whose cost is unknown: the guess stays
-    assert b.deadline() == pytest.approx(b.loop.started + 60 - 1.0 - refits * ahead, abs=1e-6)
+    assert b.attempts_end() == pytest.approx(b.loop.started + 60 - 1.0 - refits * ahead, abs=1e-6)
 
 
 @pytest.mark.search
@@ -285,12 +285,12 @@ def test_a_measured_selection_keeps_back_its_own_time_not_the_fixed_second():
 
     b = budget(after_loop=True)
     b.note_refit_cost(attempt(0.8), fit_seconds=3.0, n_folds=3, fold_preprocess_seconds=0.0)
-    guessed = b.deadline()
+    guessed = b.attempts_end()
     b.note_selection(0.05)
     measured = 0.05 + SELECTION_RECORD_SECONDS
-    assert b.deadline() - guessed == pytest.approx(AFTER_LOOP_RESERVE_SECONDS - measured)
+    assert b.attempts_end() - guessed == pytest.approx(AFTER_LOOP_RESERVE_SECONDS - measured)
     b.note_selection(5.0)
-    assert b.deadline() == pytest.approx(guessed)
+    assert b.attempts_end() == pytest.approx(guessed)
 
 
 def test_a_refit_that_ends_sooner_on_fresh_workers_restarts_them(churn_small):

@@ -83,7 +83,7 @@ def test_when_the_served_model_cannot_be_refit_on_all_rows_it_says_why(full):
     blanked = dataclasses.replace(holdout, blanked_columns=("TotalCharges",))
     assert "post-outcome columns are blanked" in why_not(run, rows, blanked, None)
     assert "would not fit the time left" in why_not(dataclasses.replace(
-        run, refit_seconds=60.0), rows, holdout, refit_by=0.0)
+        run, refit_seconds=60.0), rows, holdout, end=0.0)
     assert why_not(run, rows, holdout, None) == ""
 
 
@@ -145,5 +145,5 @@ def test_the_refit_on_all_rows_may_end_as_late_as_the_first_refit_may():
     untimed = LoopBudget(SearchSettings(), {}, after_loop=True)
     timed.start()  # the deadline carried down is not re-based
     assert timed.tolerance_seconds == pytest.approx(REFIT_TOLERANCE * 50.0)  # the first's
-    assert timed.refit_full_by() == pytest.approx(loop.started + 50.0 + 2.0)
-    assert untimed.refit_full_by() is None  # no time budget: no deadline
+    assert timed.full_refit_end() == pytest.approx(loop.started + 50.0 + 2.0)
+    assert untimed.full_refit_end() is None  # no time budget: no deadline

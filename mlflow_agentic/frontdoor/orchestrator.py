@@ -190,7 +190,7 @@ def search_sealed(
                 told.phase("refitting the selected recipe on every labelled row")
             run.served_note = serve_on_all_rows(run, briefing.dataset, task.holdout,
                                                 automl.pool, settings.seed,
-                                                automl.budget.refit_full_by())
+                                                automl.budget.full_refit_end())
         if tracker is not None:
             told.phase("recording: the model, the holdout's diagnostics, the registry")
             tracker.finish(run, report, task.holdout, deadline=recording_deadline(deadline))

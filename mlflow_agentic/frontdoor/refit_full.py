@@ -26,9 +26,10 @@ def all_rows(train, holdout: Holdout):
 
 
 def why_not(run: EngineeringRun, train_rows: int, holdout: Holdout,
-            refit_by: float | None) -> str:
+            end: float | None) -> str:
     """Why the selected model cannot be refit on every row ('' when it can); ``train_rows``:
-    how many rows its refit took (the time estimate scales from it)."""
+    how many rows its refit took (the time estimate scales from it); ``end``: when the refit
+    must end (a ``time.perf_counter()`` value; None: no time budget)."""
     best = run.best_attempt
     if run.model is None or best is None:
         return "nothing to refit"
@@ -39,10 +40,10 @@ def why_not(run: EngineeringRun, train_rows: int, holdout: Holdout,
     if holdout.blanked_columns:
         return ("the holdout's post-outcome columns are blanked, so its rows are not "
                 "training rows")
-    if refit_by is not None:
+    if end is not None:
         # the share the loop kept back for it (engine.search.reserves: one figure for both)
         expected = full_refit_share(train_rows, holdout.n_rows) * run.refit_seconds
-        if time.perf_counter() + expected > refit_by:
+        if time.perf_counter() + expected > end:
             return (f"the refit on all rows (about {expected:.0f}s) would not fit the time "
                     "left")
     return ""
@@ -50,13 +51,13 @@ def why_not(run: EngineeringRun, train_rows: int, holdout: Holdout,
 
 def serve_on_all_rows(run: EngineeringRun, train, holdout: Holdout,
                       pool: WorkerPool | None = None, random_state: int = 0,
-                      refit_by: float | None = None) -> str:
+                      end: float | None = None) -> str:
     """Refit ``run``'s selected attempt on ``train`` + ``holdout`` rows and serve that
     (``run.model``), keeping the model the holdout scored as ``run.evidence_model``; on the
     search's ``pool`` (``refit_pool``: this process when a spent budget stopped its workers,
     as for the first refit; default: this process). Returns
     why it was not done ('' when it was): the training-rows model is then served."""
-    reason = why_not(run, train.n_rows, holdout, refit_by)
+    reason = why_not(run, train.n_rows, holdout, end)
     if reason:
         return reason
     data = all_rows(train, holdout)

@@ -167,7 +167,7 @@ class LoopBudget:
         0 without a time budget): the first refit and the refit on all rows alike."""
         return REFIT_TOLERANCE * (self.seconds or 0.0)
 
-    def refit_full_by(self) -> float | None:
+    def full_refit_end(self) -> float | None:
         """When the refit on all rows must end (a ``time.perf_counter()`` value; None without
         a time budget): the end of the loop's share, which kept it back, with the first
         refit's tolerance: a second's overrun beats serving a model that never saw a fifth of
@@ -201,12 +201,13 @@ class LoopBudget:
             return SHIP_SECONDS_PER_MB * mb + self.logging_seconds(mb) <= left
         return self.refit_seconds(indices) <= left
 
-    def deadline(self) -> float | None:
-        """When the loop must stop (a ``time.perf_counter()`` value), or None."""
-        end = self._end()
+    def attempts_end(self) -> float | None:
+        """When the loop stops its attempts (a ``time.perf_counter()`` value), or None: the
+        loop's end less the steps after it and the refit kept back."""
+        end = self._refit_end()
         return None if end is None else end - self.kept_back(end)
 
-    def _end(self) -> float | None:
+    def _refit_end(self) -> float | None:
         """The loop's end with the steps after it kept back, before the refit's share."""
         if self.loop.seconds is None:
             return None
@@ -243,7 +244,7 @@ class LoopBudget:
             return StopReason(StopKind.TIME, f"time budget spent before the search: loading, "
                               f"sealing and the recording after it need the whole "
                               f"{s.time_budget or 0:g}s; give a larger --time-budget")
-        end = self._end()
+        end = self._refit_end()
         kept = 0.0 if end is None else self.kept_back(end)
         if end is not None and time.perf_counter() >= end - kept:
             return StopReason(StopKind.TIME, self._spent_words(kept))

@@ -284,7 +284,7 @@ class AgenticAutoML:
             if outcome.extra is not None:
                 self.observers.attempt_predictions(record, outcome.extra)
 
-        self._batches().run(plans, self.budget.deadline(), done, on_submitted=started)
+        self._batches().run(plans, self.budget.attempts_end(), done, on_submitted=started)
         return records
 
     def _keep_outputs(self, record: AttemptRecord, outcome: Outcome, history, style) -> None:
