@@ -139,6 +139,7 @@ def test_a_slow_answer_beyond_the_timeout(churn_small, server):
     assert len(run.attempts) == 2 and "APITimeoutError" in run.stop_reason
 
 
+@pytest.mark.slow  # over ~3 s
 def test_a_trickling_answer_is_cut_at_the_timeout_in_all_not_per_read(server):
     """A server that sends a byte every 2 s never trips a per-read timeout; each attempt is cut
     at ``timeout`` seconds in all, and the search's deadline cuts the retries."""

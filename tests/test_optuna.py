@@ -26,6 +26,7 @@ def search(dataset, seed, **kw):
     return run, proposer
 
 
+@pytest.mark.slow  # over ~3 s
 def test_same_seed_same_candidates_and_started_by_the_portfolio(churn_small):
     first, proposer = search(churn_small, seed=7, portfolio="builtin")
     second, _ = search(churn_small, seed=7, portfolio="builtin")
@@ -50,6 +51,7 @@ def test_the_defaults_start_is_every_trainer_at_its_defaults_cheap_first(churn_s
         assert attempt.candidate.params == get_trainer(name).defaults(churn_small)
 
 
+@pytest.mark.slow  # over ~3 s
 def test_failures_are_told_as_fail(churn_small, broken_trainer):
     proposer = OptunaProposer(seed=0, portfolio="defaults")
     run = AgenticAutoML(proposer, max_iterations=0, cv=3, trainers=["linear", broken_trainer],

@@ -135,6 +135,7 @@ def test_a_broken_mlflow_plugin_warns_and_mlflow_still_works(tmp_path):
 
 
 @pytest.mark.search
+@pytest.mark.slow  # over ~3 s
 def test_example_trainer_package_is_offered_and_tracked(tracking_uri, churn_small):
     """plugins/knn-trainer, installed with pip (CI does): `knn` is a trainer like the others."""
     from mlflow_agentic import OptunaProposer

@@ -98,6 +98,7 @@ def test_a_multiclass_stack_gives_probabilities_and_a_missing_class_gives_none()
 
 
 @pytest.mark.search
+@pytest.mark.slow  # over ~3 s
 def test_a_bagged_stack_serves_what_the_holdout_was_scored_with(churn_small):
     extra = churn_small.X.iloc[:60]
     candidates = [SolutionCandidate("hist_gradient_boosting", {"max_iter": 40}),

@@ -125,6 +125,7 @@ def test_nothing_verified_nothing_registered(tracking_uri, scripted_trainer):
     assert "nothing verified" in parent.data.tags["summary"]
 
 
+@pytest.mark.slow  # over ~3 s
 def test_a_search_with_no_model_logs_no_holdout_rows_for_a_gate_that_cannot_come(
         tracking_uri, scripted_trainer):
     """The sealed rows are logged for the promotion gate, which scores a registered version on
