@@ -202,8 +202,7 @@ class LoopBudget:
         return self.refit_seconds(indices) <= left
 
     def attempts_end(self) -> float | None:
-        """When the loop stops its attempts (a ``time.perf_counter()`` value), or None: the
-        loop's end less the steps after it and the refit kept back."""
+        """When the loop stops its attempts: its end less the later steps and the refit."""
         end = self._refit_end()
         return None if end is None else end - self.kept_back(end)
 
