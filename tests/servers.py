@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -64,37 +65,50 @@ def _pg_tool(name: str) -> str:
 
 
 @contextlib.contextmanager
+def system_temp(prefix: str) -> Iterator[Path]:
+    """A folder in the system's temp folder (tests/conftest.py's ``SYSTEM_TMP``), not pytest's
+    tree: reachable by another user (PostgreSQL's), and short enough for a UNIX socket's path
+    (107 bytes) where pytest-xdist's tree is not. Deleted after."""
+    import shutil
+    import tempfile
+
+    root = Path(tempfile.mkdtemp(prefix=prefix,
+                                 dir=os.environ.get("MLFLOW_AGENTIC_TEST_SYSTEM_TMP")))
+    try:
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@contextlib.contextmanager
 def postgres(databases: tuple[str, ...] = ("mlflow", "optuna")):
     """A throwaway PostgreSQL on 127.0.0.1 (initdb into a temp dir, ~2 s), with one database
     per name; yields ``{name: SQLAlchemy URL}``. Stopped and deleted after."""
     import shutil
-    import tempfile
 
-    system_tmp = os.environ.get("MLFLOW_AGENTIC_TEST_SYSTEM_TMP")  # tests/conftest.py
-    root = Path(tempfile.mkdtemp(prefix="mlflow-agentic-pg-", dir=system_tmp))  # not a 0700 dir
-    if os.geteuid() == 0:
-        shutil.chown(root, "postgres")
-    data, port = root / "data", free_port()
-    subprocess.run(_as_postgres([_pg_tool("initdb"), "-D", str(data), "-U", "postgres",
-                                 "--auth=trust", "-E", "UTF8"]), check=True,
-                   capture_output=True)
-    ctl = _pg_tool("pg_ctl")
-    subprocess.run(_as_postgres([ctl, "-D", str(data), "-l", str(root / "log"), "-w", "-o",
-                                 f"-p {port} -k {root} -c listen_addresses=127.0.0.1 "
-                                 "-c max_connections=200 -c fsync=off", "start"]),
-                   check=True, capture_output=True)
-    try:
-        import sqlalchemy as sa
-
-        admin = sa.create_engine(f"postgresql+psycopg2://postgres@127.0.0.1:{port}/postgres",
-                                 isolation_level="AUTOCOMMIT")
-        with admin.connect() as conn:
-            for name in databases:
-                conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
-        admin.dispose()
-        yield {name: f"postgresql+psycopg2://postgres@127.0.0.1:{port}/{name}"
-               for name in databases}
-    finally:
-        subprocess.run(_as_postgres([ctl, "-D", str(data), "-m", "immediate", "stop"]),
+    with system_temp("mlflow-agentic-pg-") as root:
+        if os.geteuid() == 0:
+            shutil.chown(root, "postgres")
+        data, port = root / "data", free_port()
+        subprocess.run(_as_postgres([_pg_tool("initdb"), "-D", str(data), "-U", "postgres",
+                                     "--auth=trust", "-E", "UTF8"]), check=True,
                        capture_output=True)
-        shutil.rmtree(root, ignore_errors=True)
+        ctl = _pg_tool("pg_ctl")
+        subprocess.run(_as_postgres([ctl, "-D", str(data), "-l", str(root / "log"), "-w", "-o",
+                                     f"-p {port} -k {root} -c listen_addresses=127.0.0.1 "
+                                     "-c max_connections=200 -c fsync=off", "start"]),
+                       check=True, capture_output=True)
+        try:
+            import sqlalchemy as sa
+
+            admin = sa.create_engine(f"postgresql+psycopg2://postgres@127.0.0.1:{port}/postgres",
+                                     isolation_level="AUTOCOMMIT")
+            with admin.connect() as conn:
+                for name in databases:
+                    conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+            admin.dispose()
+            yield {name: f"postgresql+psycopg2://postgres@127.0.0.1:{port}/{name}"
+                   for name in databases}
+        finally:
+            subprocess.run(_as_postgres([ctl, "-D", str(data), "-m", "immediate", "stop"]),
+                           capture_output=True)

@@ -3,16 +3,12 @@ local Ray cluster as with local processes (results are recorded in proposal orde
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
-
 import pytest
 
 from mlflow_agentic.core.errors import UserInputError
 from mlflow_agentic.engine.workers.backends import shutdown_clusters
 from mlflow_agentic.frontdoor.api import search
-from tests.conftest import SYSTEM_TMP
+from tests.servers import system_temp
 
 pytestmark = pytest.mark.slow  # Dask and Ray clusters
 
@@ -35,15 +31,12 @@ def local(tmp_path_factory, churn_small):
 def test_a_cluster_backend_gives_the_local_leaderboard(tmp_path, churn_small, local, backend,
                                                      monkeypatch):
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    # Ray's socket paths (under its temp folder) must fit in 107 bytes; pytest's tree under
-    # pytest-xdist is deeper than that allows, so Ray gets a short folder of its own
-    short = tempfile.mkdtemp(prefix="ray", dir=os.environ.get(SYSTEM_TMP, "/tmp"))
-    monkeypatch.setenv("RAY_TMPDIR", short)
-    try:
-        result = search(churn_small, tracking_uri=uri, backend=backend, **SETTINGS)
-    finally:
-        shutdown_clusters()  # the rest of the suite keeps its cores
-        shutil.rmtree(short, ignore_errors=True)
+    with system_temp("ray") as short:  # Ray's socket paths must fit in 107 bytes
+        monkeypatch.setenv("RAY_TMPDIR", str(short))
+        try:
+            result = search(churn_small, tracking_uri=uri, backend=backend, **SETTINGS)
+        finally:
+            shutdown_clusters()  # the rest of the suite keeps its cores
     assert board(result) == board(local)
     assert result.holdout.selected.holdout == pytest.approx(local.holdout.selected.holdout,
                                                             abs=1e-12)

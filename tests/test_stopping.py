@@ -7,7 +7,11 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from tests.conftest import ROOT
+
+pytestmark = pytest.mark.slow  # a subprocess signals itself
 
 SWALLOWED = """
 import os, signal, sys, time

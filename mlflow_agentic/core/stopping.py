@@ -20,16 +20,14 @@ REDELIVER_SECONDS = 0.05
 
 
 @contextlib.contextmanager
-def stops_raise(raised: dict[int, Callable[[], BaseException]]) -> Iterator[list[int]]:
+def stops_raise(raised: dict[int, Callable[[], BaseException]]) -> Iterator[None]:
     """Inside the block the first of ``raised``'s signals raises its exception in the main
-    thread; any later one is noted in the yielded list, never raised (a terminal or a CI runner
-    signals the whole process group, often INT then TERM), so the cleanup that follows is not
-    cut short. Handlers and ``sys.unraisablehook`` are restored on the way out."""
-    received: list[int] = []
+    thread; any later one is ignored, never raised (a terminal or a CI runner signals the whole
+    process group, often INT then TERM), so the cleanup that follows is not cut short. Handlers
+    and ``sys.unraisablehook`` are restored on the way out."""
     pending: list[tuple[int, BaseException]] = []  # the raise not yet seen to be swallowed
 
     def handler(signum: int, _frame: Any) -> None:
-        received.append(signum)
         if pending:
             return
         exc = raised[signum]()
@@ -41,7 +39,6 @@ def stops_raise(raised: dict[int, Callable[[], BaseException]]) -> Iterator[list
     def hook(unraisable: Any) -> None:
         if pending and unraisable.exc_value is pending[0][1]:
             signum = pending.pop()[0]  # swallowed: raise it again, outside the callback
-            received.pop()
             timer = threading.Timer(REDELIVER_SECONDS, os.kill, (os.getpid(), signum))
             timer.daemon = True
             timer.start()
@@ -51,7 +48,7 @@ def stops_raise(raised: dict[int, Callable[[], BaseException]]) -> Iterator[list
     before = {signum: signal.signal(signum, handler) for signum in raised}
     sys.unraisablehook = hook
     try:
-        yield received
+        yield
     finally:
         sys.unraisablehook = hook_before
         for signum, previous in before.items():
