@@ -66,18 +66,26 @@ def remove_staged(folder: str | None) -> None:
         shutil.rmtree(path, ignore_errors=True)
 
 
+def labelled(client) -> list:
+    """This package's containers, as listed: ``sparse`` so that none is inspected one by one,
+    where a container another search removes between the list and the inspect raised NotFound.
+    Their labels are in ``attrs["Labels"]``."""
+    return client.containers.list(all=True, sparse=True, filters={"label": LABEL})
+
+
 def sweep(client, owner: str | None = None) -> int:
     """Remove the containers (and their staged folders) of ``owner``, or of every owner that
     is gone when None; then staged folders whose process is gone. Returns containers removed."""
     removed = 0
-    for container in client.containers.list(all=True, filters={"label": LABEL}):
-        token = container.labels.get(OWNER, "")
+    for container in labelled(client):
+        labels = container.attrs.get("Labels") or {}
+        token = labels.get(OWNER, "")
         if (owner is not None and token != owner) or (owner is None and owner_alive(token)):
             continue
         with contextlib.suppress(Exception):  # already gone, or being removed
             container.remove(force=True)
             removed += 1
-        remove_staged(container.labels.get(STAGED))
+        remove_staged(labels.get(STAGED))
     sweep_staged(only_pid=int(owner.split(":")[1]) if owner else None)
     return removed
 
