@@ -213,7 +213,8 @@ def run_ours(folder: Path, target: str, budget: float, seed: int, work: Path,
     return {"wall": wall, "predict_seconds": time.perf_counter() - start,
             "model": selected.group(1) if selected else "none",
             "trials": int(attempts.group(1)) if attempts else 0, "predictions": out,
-            "trainers": trainers_offered(work / "mlflow.db", run_id)}
+            "trainers": trainers_offered(work / "mlflow.db", run_id),
+            **near_perfect_counts(work / "mlflow.db", run_id)}
 
 
 def trainers_offered(store: Path, run_id: str) -> str:
@@ -225,6 +226,21 @@ def trainers_offered(store: Path, run_id: str) -> str:
         found = db.execute("select value from params where run_uuid = ? and key = 'trainers'",
                            (run_id,)).fetchone()
     return found[0] if found else "unknown"
+
+
+def near_perfect_counts(store: Path, run_id: str) -> dict[str, int]:
+    """How many of the search's attempts the verifier quarantined as too good to be true, and
+    how many near-perfect ones it found earned: a lever of the near-perfect rule changes only
+    the rows where either is above 0."""
+    import sqlite3
+
+    query = ("select t.value from tags t join tags p on p.run_uuid = t.run_uuid "
+             "where p.key = 'mlflow.parentRunId' and p.value = ? and t.key = ?")
+    with contextlib.closing(sqlite3.connect(store)) as db:
+        verdicts = [v for (v,) in db.execute(query, (run_id, "verdict"))]
+        reasons = [v for (v,) in db.execute(query, (run_id, "verdict.reason"))]
+    return {"quarantined": verdicts.count("quarantined"),
+            "earned": sum("near-perfect and earned" in r for r in reasons)}
 
 
 def run_peer(system: str, folder: Path, target: str, metric: str, budget: float,

@@ -48,19 +48,24 @@ def test_unbounded_metrics_take_a_relative_margin():
     assert not verdict.valid and ">= 100.0000 - margin 1% of 1.0000" in verdict.reason
 
 
-def test_a_near_perfect_score_counts_only_when_earned_and_the_question_is_asked_once():
+def test_a_near_perfect_score_counts_only_when_earned_and_asked_once_per_family():
     asked = []
 
-    def earned():
-        asked.append(1)
-        return "a model without the suspect columns scores 0.999 too"
+    def earned(by):
+        asked.append([trainer for trainer, _ in by])
+        return "a linear model without the suspect columns scores 0.999 too" if (
+            ["linear"] in asked[-1:]) else None
 
     v = DeterministicVerifier(margin=0.01, earned=earned)
-    first, second = v.verify(0.999, 0.5, metric="roc_auc"), v.verify(0.998, 0.5,
-                                                                       metric="roc_auc")
+    linear = [("linear", {"C": 1.0})]
+    first = v.verify(0.999, 0.5, metric="roc_auc", by=linear)
+    second = v.verify(0.998, 0.5, metric="roc_auc", by=[("linear", {"C": 10.0})])
     assert first.valid and second.valid and not first.quarantined
-    assert "near-perfect and earned: a model without the suspect columns" in first.reason
-    assert len(asked) == 1 and v.verify(0.8, 0.5, metric="roc_auc").reason.startswith("beats")
-    refused = DeterministicVerifier(margin=0.01, earned=lambda: None)
+    assert "near-perfect and earned: a linear model without the suspect columns" in first.reason
+    assert asked == [["linear"]]  # the family, once
+    assert v.verify(0.999, 0.5, metric="roc_auc", by=[("xgboost", {})]).quarantined
+    assert asked == [["linear"], ["xgboost"]]
+    assert v.verify(0.8, 0.5, metric="roc_auc").reason.startswith("beats")
+    refused = DeterministicVerifier(margin=0.01, earned=lambda by: None)
     assert refused.verify(0.999, 0.5, metric="roc_auc").quarantined
     assert DeterministicVerifier(margin=0.01).verify(0.999, 0.5, metric="roc_auc").quarantined

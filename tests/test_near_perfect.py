@@ -9,7 +9,7 @@ import pandas as pd
 from mlflow_agentic.core.metrics import resolve_metric
 from mlflow_agentic.data import Dataset
 from mlflow_agentic.engine.evaluate.cv import make_splits
-from mlflow_agentic.engine.search.near_perfect import earned_without_suspects, suspects
+from mlflow_agentic.engine.search.near_perfect import NearPerfect, earned_without_suspects, suspects
 from mlflow_agentic.verify import leakage
 
 
@@ -66,3 +66,40 @@ def test_handwritten_digits_are_that_easy_with_no_pixel_telling_every_digit_apar
     assert suspects(dataset, None) == []
     reason = probe(frame, "digit", "roc_auc_ovr")
     assert reason is not None and "no column alone" in reason
+
+
+def formula(leaky: bool) -> pd.DataFrame:
+    """A target that is a formula of twelve columns (an index built from its components);
+    ``region``: a coarse proxy of the target, which alone tracks it (a suspect). ``leaky``: the
+    components are noise, so only ``region`` explains a near-perfect score."""
+    rng = np.random.default_rng(3)
+    frame = pd.DataFrame(rng.normal(size=(1500, 12)), columns=[f"c{i}" for i in range(12)])
+    index = frame.to_numpy() @ rng.uniform(0.5, 1.5, 12) + rng.normal(0, 0.1, 1500)
+    frame["region"] = np.digitize(index, np.quantile(index, np.linspace(0, 1, 40)[1:-1]))
+    if leaky:
+        frame[[f"c{i}" for i in range(12)]] = rng.normal(size=(1500, 12))
+    return frame.assign(index=index)
+
+
+def near_perfect(frame: pd.DataFrame, target: str) -> NearPerfect:
+    dataset = Dataset.from_frame(frame, target, name="formula")
+    splits = make_splits(dataset, 5, 0, "kfold")
+    metric = resolve_metric("rmse", dataset.task)
+    return NearPerfect(dataset, splits, metric, float(dataset.y.std(ddof=0)), None)
+
+
+def test_a_target_that_is_a_formula_of_the_columns_is_earned_by_the_family_that_scored():
+    """hfi's kind: a linear model reaches a target built from the columns, a tree model cannot;
+    the family that scored, fitted without the suspect, scores near-perfect too."""
+    earned = near_perfect(formula(leaky=False), "index")
+    assert suspects(earned.dataset, None) == ["region"]
+    assert earned([]) is None  # the fixed probe (trees) alone falls short: quarantined before
+    reason = earned([("linear", {})])
+    assert reason is not None and reason.startswith("linear without the 1 column(s)")
+    assert earned([("hist_gradient_boosting", {"max_iter": 500})]) is None
+
+
+def test_a_family_without_the_leaky_column_falls_far_below_and_the_quarantine_stands():
+    leaky = near_perfect(formula(leaky=True), "index")
+    assert suspects(leaky.dataset, None) == ["region"]
+    assert leaky([("linear", {}), ("lightgbm", {})]) is None

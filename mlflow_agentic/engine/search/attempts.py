@@ -88,6 +88,7 @@ def attempt_record(ctx, index: int, plan: Planned, outcome: Outcome, phase: str,
                              score_std=float(np.std(scores)) if scores else float("nan"),
                              **common)
     verdict = verifier.verify(mean, ctx.baseline_score, greater_is_better=metric.greater_is_better,
-                              bounded=metric.bounded, metric=metric.name)
+                              bounded=metric.bounded, metric=metric.name,
+                              by=[(plan.candidate.trainer, plan.params)])
     return AttemptRecord(score=mean, verdict=verdict, fold_scores=scores,
                          score_std=float(np.std(scores)), **common)

@@ -7,7 +7,8 @@ below when the score came from those columns."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -15,7 +16,7 @@ from mlflow_agentic.core.metrics import Metric
 from mlflow_agentic.core.observer import SearchContext
 from mlflow_agentic.engine.evaluate.evaluation import cross_validate
 from mlflow_agentic.verify import leakage
-from mlflow_agentic.verify.verifier import DeterministicVerifier
+from mlflow_agentic.verify.verifier import DeterministicVerifier, Scorer
 
 PROBE_TRAINER = "hist_gradient_boosting"
 """The model fitted without the suspect columns: sturdy on any table, with its defaults."""
@@ -29,10 +30,39 @@ SUSPECT_CHECKS = ("single_feature", "missing_separation")
 
 
 def verifier_for(dataset, splits: Sequence, context: SearchContext) -> DeterministicVerifier:
-    """The search's verifier: at the first near-perfect score it asks whether it is earned."""
+    """The search's verifier: at a near-perfect score it asks whether it is earned."""
     findings = None if context.briefing is None else context.briefing.findings
-    return DeterministicVerifier(context.search.margin, earned=lambda: earned_without_suspects(
+    return DeterministicVerifier(context.search.margin, earned=NearPerfect(
         dataset, splits, context.metric, context.baseline_score, findings, context.search.seed))
+
+
+class NearPerfect:
+    """Whether a near-perfect score is earned, by the models behind it (``Scorer``s: a trainer
+    and its params; an ensemble's members). Earned when a model without the suspect columns
+    still scores near-perfect: the fixed probe (a task that easy for any model), or the family
+    that scored, with the params it scored with (a target that is a formula of the columns: a
+    linear model reaches it where trees cannot). Each family is probed once, at its first
+    near-perfect score."""
+
+    def __init__(self, dataset, splits: Sequence, metric: Metric, baseline: float,
+                 findings: Sequence[leakage.Finding] | None, seed: int = 0) -> None:
+        self.dataset, self.splits, self.metric, self.baseline = dataset, splits, metric, baseline
+        self.findings, self.seed = findings, seed
+        self._probed: dict[str, str | None] = {}
+
+    def __call__(self, scorers: Sequence[Scorer] = ()) -> str | None:
+        from mlflow_agentic.trainers import trainer_registry
+
+        known = trainer_registry()
+        for trainer, params in [*((t, p) for t, p in scorers if t in known and t != PROBE_TRAINER),
+                                (PROBE_TRAINER, PROBE_PARAMS)]:
+            if trainer not in self._probed:
+                self._probed[trainer] = earned_without_suspects(
+                    self.dataset, self.splits, self.metric, self.baseline, self.findings,
+                    self.seed, trainer=trainer, params=params)
+            if self._probed[trainer] is not None:
+                return self._probed[trainer]
+        return None
 
 
 def suspects(dataset, findings: Sequence[leakage.Finding] | None) -> list[str]:
@@ -59,9 +89,11 @@ def _separates_few(dataset, column: str) -> bool:
 
 
 def earned_without_suspects(dataset, splits: Sequence, metric: Metric, baseline: float,
-                            findings: Sequence[leakage.Finding] | None,
-                            seed: int = 0) -> str | None:
-    """Why a near-perfect score counts on ``dataset`` (None: it may be a leak, quarantine it)."""
+                            findings: Sequence[leakage.Finding] | None, seed: int = 0, *,
+                            trainer: str = PROBE_TRAINER,
+                            params: Mapping[str, Any] = PROBE_PARAMS) -> str | None:
+    """Why a near-perfect score counts on ``dataset`` (None: it may be a leak, quarantine it):
+    ``trainer`` with ``params``, fitted without the suspect columns, scores near-perfect too."""
     from mlflow_agentic.trainers import get_trainer
 
     columns = suspects(dataset, findings)
@@ -72,13 +104,13 @@ def earned_without_suspects(dataset, splits: Sequence, metric: Metric, baseline:
         return None
     probe = dataset.exclude({c: "set aside: could a leak explain a near-perfect score?"
                              for c in columns})
-    trainer = get_trainer(PROBE_TRAINER)
+    model = get_trainer(trainer)
     rng = np.random.default_rng(seed)
     folds = [(train if len(train) <= PROBE_ROWS else np.sort(rng.choice(train, PROBE_ROWS,
                                                                            replace=False)), test)
              for train, test in list(splits)[:PROBE_FOLDS]]
     try:
-        cv = cross_validate(lambda: trainer.pipeline(probe, PROBE_PARAMS, seed), probe, folds,
+        cv = cross_validate(lambda: model.pipeline(probe, dict(params), seed), probe, folds,
                             metric)
     except Exception:  # noqa: BLE001 - no evidence either way: the quarantine stands
         return None
@@ -87,5 +119,5 @@ def earned_without_suspects(dataset, splits: Sequence, metric: Metric, baseline:
         return None
     named = ", ".join(repr(c) for c in columns[:3]) + (
         f" and {len(columns) - 3} more" if len(columns) > 3 else "")
-    return (f"{PROBE_TRAINER} without the {len(columns)} column(s) that alone come close "
+    return (f"{trainer} without the {len(columns)} column(s) that alone come close "
             f"({named}) scores {metric.name} {score:.4f} too")

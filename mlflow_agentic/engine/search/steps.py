@@ -70,7 +70,9 @@ class CombiningStep:
         loop.observers.attempt_start(index, candidate, "ensemble")
         verdict = loop.verifier.verify(choice.score, ctx.baseline_score,
                                        greater_is_better=ctx.metric.greater_is_better,
-                                       bounded=ctx.metric.bounded, metric=ctx.metric.name)
+                                       bounded=ctx.metric.bounded, metric=ctx.metric.name,
+                                       by=[(by_index[i].candidate.trainer, by_index[i].params)
+                                           for i in choice.members])
         record = AttemptRecord(
             candidate=candidate, score=choice.score, verdict=verdict, index=index,
             phase="ensemble", metric=ctx.metric.name,
