@@ -24,7 +24,9 @@ test_features.csv``); FLAML, Optuna over HistGradientBoosting, default HGB and A
 default and its ``best_quality`` preset (``autogluon-best``; ``--autogluon-python``: AutoGluon
 pins its own stack, give it its own venv) as ``benchmarks/suite.py`` runs them. The wall time
 is the training command's, from process start to exit (imports included); prediction is timed
-apart.
+apart. A system that runs and produces no predictions (an error, no model, past the harness's
+cap) is scored as a constant predictor (the training rows' class shares or mean) and its row
+says ``failed``, as the AutoML Benchmark imputes failures: the task stays in every mean rank.
 
 **Datasets** (``benchmarks/datasets.py``, with why each is there): *development* (the suite's
 15 and InstEval: levers are chosen and tuned on them), *validation* (25: a lever is checked on
@@ -248,7 +250,7 @@ def run_peer(system: str, folder: Path, target: str, metric: str, budget: float,
     """A peer in its own process (``peer`` below), timed from start to exit."""
     python = autogluon_python if system.startswith("autogluon") else sys.executable
     if python is None:
-        raise RuntimeError(f"{system}: give --autogluon-python")
+        raise SystemExit(f"{system}: give --autogluon-python")
     out = work / "predictions.csv"
     cmd = [python, __file__, "peer", "--peer", system, "--train", str(folder / "train.csv"),
            "--test", str(folder / "test_features.csv"), "--target", target, "--metric", metric,
@@ -320,6 +322,27 @@ def fit_sklearn_peer(args, X, y, test, regression: bool):
 
 
 # ---- scoring -----------------------------------------------------------------------------------
+def failed(exc: Exception, folder: Path, target: str, metric: str, work: Path,
+           wall: float) -> dict:
+    """A system that ran and produced no predictions scores as a constant predictor (the
+    training rows' class shares or mean), as the AutoML Benchmark imputes a failure: its task
+    stays in the comparison, ranked as what it gave, instead of dropping out of every
+    system's mean rank (which would flatter the one that failed)."""
+    import pandas as pd
+
+    y = pd.read_csv(folder / "train.csv")[target]
+    rows = len(pd.read_csv(folder / "test_labels.csv"))
+    out = work / "constant.csv"
+    if metric == "rmse":
+        frame = pd.DataFrame({"prediction": [float(y.mean())] * rows})
+    else:
+        shares = y.astype(str).value_counts(normalize=True)
+        frame = pd.DataFrame({c: [float(v)] * rows for c, v in shares.items()})
+    frame.to_csv(out, index=False)
+    return {"wall": wall, "model": "failed: constant predictor", "trials": 0,
+            "failed": str(exc).strip().splitlines()[-1][:300], "predictions": out}
+
+
 def score(folder: Path, target: str, metric: str, predictions: Path) -> float:
     """The harness's score of ``predictions`` on the split's test labels."""
     import numpy as np
@@ -491,6 +514,7 @@ def measure(args) -> None:
                 for system in args.systems.split(","):
                     work = Path(tempfile.mkdtemp(prefix="independent-"))
                     burner = peers.busy_core() if args.load else None
+                    started = time.perf_counter()
                     try:
                         result = (run_ours(folder, target, budget, seed, work,
                                            VARIANTS[system], regression=metric == "rmse")
@@ -498,7 +522,12 @@ def measure(args) -> None:
                                   run_peer(system, folder, target, metric, budget, work,
                                            args.autogluon_python))
                         value = score(folder, target, metric, result.pop("predictions"))
-                    except (RuntimeError, KeyError, ValueError) as exc:  # recorded, not fatal
+                    except RuntimeError as exc:  # ran and failed: a constant predictor's row
+                        print(f"{name} {seed} {budget:g} {system}: {exc}", file=sys.stderr)
+                        result = failed(exc, folder, target, metric, work,
+                                        time.perf_counter() - started)
+                        value = score(folder, target, metric, result.pop("predictions"))
+                    except (KeyError, ValueError) as exc:  # the harness's own fault: no row
                         print(f"{name} {seed} {budget:g} {system}: {exc}", file=sys.stderr)
                         continue
                     finally:
