@@ -170,14 +170,14 @@ def write_split(name: str, seed: int, folder: Path, files: tuple[str, ...]) -> N
 # ---- the systems -------------------------------------------------------------------------------
 def within_cap(cmd: list[str], budget: float, name: str, **kwargs) -> subprocess.CompletedProcess:
     """A system's training command, stopped at ``10 x budget + 300`` seconds: one that does not
-    hold its budget (FLAML's CatBoost on 32 classes ran 27 min of a 60 s budget) gets no row
-    instead of stalling the benchmark."""
+    hold its budget (FLAML's CatBoost on 32 classes ran 27 min of a 60 s budget) is stopped
+    instead of stalling the benchmark, and scored as a system that gave no predictions."""
     cap = 10 * budget + 300
     try:
         return subprocess.run(cmd, capture_output=True, text=True, timeout=cap, **kwargs)
     except subprocess.TimeoutExpired:
-        raise RuntimeError(f"{name} ran past {cap:.0f} s on a {budget:g} s budget: stopped, "
-                           "no row") from None
+        raise RuntimeError(f"{name} ran past {cap:.0f} s on a {budget:g} s budget: stopped "
+                           "(no predictions)") from None
 
 
 def run_ours(folder: Path, target: str, budget: float, seed: int, work: Path,

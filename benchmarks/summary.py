@@ -111,7 +111,9 @@ def plot(table: dict[tuple[float, bool], dict[str, Cell]], path: Path) -> None:
         if points:
             ax.plot(*zip(*points, strict=True), marker="o", lw=2.5 if s == OURS else 1.2,
                     label=s)
-    ax.set_xticks(range(len(budgets)), [label(g) for g in budgets])
+    tasks = [max(c.tasks for c in table[g].values()) for g in budgets]
+    ax.set_xticks(range(len(budgets)),
+                  [f"{label(g)}\n{n} tasks" for g, n in zip(budgets, tasks, strict=True)])
     ax.invert_yaxis()
     ax.set_ylabel("mean rank (1 = best)")
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
