@@ -112,3 +112,24 @@ def test_the_checks_module_has_no_io_and_no_language_model():
     assert names <= {"__future__", "collections", "dataclasses", "numpy", "pandas",
                      "mlflow_agentic"}
     assert "open(" not in source and "openai" not in source
+
+
+def test_the_loop_takes_the_briefings_folds_and_only_those():
+    from mlflow_agentic.engine.evaluate.cv import make_splits
+
+    def sealed(seed):
+        ds = churnish(300, seed=seed)
+        dup = Dataset.from_frame(pd.concat([ds.frame] * 2, ignore_index=True))
+        return seal_holdout(dup, random_state=0)[0]
+
+    brief = build_briefing(sealed(0), cv=3, random_state=7)
+    assert brief.cv_scheme == "group" and brief.folds is not None
+    train = brief.dataset
+    taken = make_splits(train, 3, 7, "group", known=brief.folds)
+    assert taken is brief.folds.splits
+    for (a, b), (c, d) in zip(taken, make_splits(train, 3, 7, "group"), strict=True):
+        assert np.array_equal(a, c) and np.array_equal(b, d)
+    # another seed, fold count or scheme, or other rows: built anew
+    for other in [(train, 3, 8, "group"), (train, 4, 7, "group"), (train, 3, 7, "stratified"),
+                  (build_briefing(sealed(1), cv=3, random_state=7).dataset, 3, 7, "group")]:
+        assert make_splits(*other, known=brief.folds) is not brief.folds.splits

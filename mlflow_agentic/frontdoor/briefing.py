@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mlflow_agentic.core.types import is_regression
-from mlflow_agentic.engine.evaluate.cv import make_splits, resolve_scheme
+from mlflow_agentic.engine.evaluate.cv import KnownFolds, make_splits, resolve_scheme
 from mlflow_agentic.verify import leakage
 from mlflow_agentic.verify.leakage import Finding
 
@@ -25,6 +25,8 @@ class Briefing:
     cv_scheme: str
     cv_reason: str
     excluded: dict[str, str] = field(default_factory=dict)
+    folds: KnownFolds | None = None
+    """The CV folds the checks ran on: the loop takes them rather than build them again."""
     recipe: dict[str, Any] = field(default_factory=dict)
     """How these training rows came from the file (``frontdoor.orchestrator.seal``'s
     arguments, and the rows' positions): what each attempt's ``attempt.py`` starts from."""
@@ -76,8 +78,10 @@ def build_briefing(train, *, cv: int = 5, cv_scheme: str | None = "auto", random
     findings += leakage.check_missing_separation(train)
     findings += leakage.check_imbalance(train)
     findings += leakage.check_id_columns(train)
+    folds = None
     if isinstance(cv, int):
         splits = make_splits(train, cv, random_state, scheme)
+        folds = KnownFolds.of(train, cv, random_state, scheme, splits)
         naive = make_splits(train, cv, random_state,
                             "kfold" if is_regression(train.task) else "stratified")
         findings += leakage.check_near_duplicates(train, splits=splits)
@@ -88,7 +92,8 @@ def build_briefing(train, *, cv: int = 5, cv_scheme: str | None = "auto", random
                     "critical" else f for f in findings]
         train = train.exclude(excluded)
     return Briefing(dataset=train, profile=profile(train), audit=audit(train),
-                    findings=findings, cv_scheme=scheme, cv_reason=reason, excluded=excluded)
+                    findings=findings, cv_scheme=scheme, cv_reason=reason, excluded=excluded,
+                    folds=folds)
 
 
 def _with_action(finding: Finding, action: str) -> Finding:

@@ -88,12 +88,43 @@ class FixedSplits:
         yield from self.splits
 
 
-def make_splits(dataset, cv, random_state: int = 0, scheme: str = "auto"
-                ) -> list[tuple[np.ndarray, np.ndarray]]:
+@dataclass(frozen=True)
+class KnownFolds:
+    """Folds already built (the briefing's) with what they were built from, so that the loop
+    takes them instead of building the same folds again: grouped folds over many near-duplicate
+    clusters take a second or more, which a 20 s budget feels."""
+
+    splits: list[tuple[np.ndarray, np.ndarray]]
+    cv: int
+    random_state: int
+    scheme: str
+    y: np.ndarray
+    groups: np.ndarray | None
+
+    @classmethod
+    def of(cls, dataset, cv: int, random_state: int, scheme: str,
+           splits: list[tuple[np.ndarray, np.ndarray]]) -> KnownFolds:
+        groups = cv_groups(dataset) if scheme == "group" else None
+        return cls(splits, cv, random_state, scheme, dataset.y.to_numpy(), groups)
+
+    def same(self, dataset, cv, random_state: int, scheme: str) -> bool:
+        """Whether ``make_splits(dataset, cv, random_state, scheme)`` would build these folds:
+        the same settings and rows (target, and groups for the group scheme; never time order)."""
+        return (scheme != "time" and (cv, random_state, scheme) == (self.cv, self.random_state,
+                                                                    self.scheme)
+                and dataset.n_rows == len(self.y) and np.array_equal(dataset.y.to_numpy(), self.y)
+                and (self.groups is None or np.array_equal(cv_groups(dataset), self.groups)))
+
+
+def make_splits(dataset, cv, random_state: int = 0, scheme: str = "auto",
+                known: KnownFolds | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
     """Fixed (train, test) index pairs shared by the baseline and every candidate.
 
-    ``cv`` is a fold count (used with ``scheme``) or any sklearn splitter.
+    ``cv`` is a fold count (used with ``scheme``) or any sklearn splitter; ``known``: folds
+    already built, returned when they are these (``KnownFolds.same``).
     """
+    if known is not None and known.same(dataset, cv, random_state, scheme):
+        return known.splits
     y = dataset.y
     if not isinstance(cv, (int, np.integer)):
         return [(np.asarray(tr), np.asarray(te)) for tr, te in cv.split(dataset.X, y)]

@@ -135,7 +135,8 @@ class AgenticAutoML:
                              getattr(s.cv, "reason", "splitter given")))
         if self.briefing is not None and scheme == self.briefing.cv_scheme:
             why = self.briefing.cv_reason  # the briefing resolved it: its reason, not "user"
-        splits = make_splits(dataset, s.folds_for(dataset.n_rows), s.seed, scheme)
+        splits = make_splits(dataset, s.folds_for(dataset.n_rows), s.seed, scheme,
+                             known=getattr(self.briefing, "folds", None))
         if s.backend_address is None and self.n_jobs > 1:
             self.n_jobs, note = workers_that_fit(
                 self.n_jobs, int(dataset.frame.memory_usage(deep=True).sum()))
