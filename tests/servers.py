@@ -36,7 +36,7 @@ def running_server(command: list[str], ready_url: str, log_path: Path, timeout: 
             try:
                 if requests.get(ready_url, timeout=2).status_code == 200:
                     break
-            except requests.ConnectionError:
+            except (requests.ConnectionError, requests.Timeout):  # not listening, or busy
                 time.sleep(0.5)
         else:
             pytest.fail(f"server not ready in {timeout:.0f} s: {command[:4]}")

@@ -121,13 +121,14 @@ def test_serve_local_answers_as_an_openai_server_and_stops_with_the_command():
                str(port), "--threads", "1"]
     proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 90
+        deadline, models = time.monotonic() + 90, None
         while time.monotonic() < deadline and proc.poll() is None:
             try:
                 models = requests.get(url, timeout=2).json()["data"]
                 break
-            except requests.ConnectionError:
-                time.sleep(0.3)
+            except (requests.ConnectionError, requests.Timeout):  # not listening, or busy
+                time.sleep(0.3)  # with its own first completion on a loaded machine: not yet
+        assert models is not None, f"no answer on {url} in 90 s (exit code {proc.poll()})"
         assert [m["id"] for m in models] == ["smollm2"]
     finally:
         proc.send_signal(signal.SIGTERM)
