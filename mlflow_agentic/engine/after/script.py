@@ -21,20 +21,22 @@ import numpy as np
 from mlflow_agentic.core.types import COMBINERS, AttemptRecord
 from mlflow_agentic.engine.after import script_code as code
 from mlflow_agentic.engine.after.script_model import NotPlain, model_code
-from mlflow_agentic.engine.evaluate.cv import make_splits
+from mlflow_agentic.engine.evaluate.cv import KnownFolds, make_splits
 
 FOLDS_ARTIFACT = "folds.csv"
 """On the search run: each training row's CV fold, then the holdout rows (fold -1)."""
 
 
-def folds_csv(train, recipe: dict, n_splits: int, seed: int, scheme: str) -> str | None:
+def folds_csv(train, recipe: dict, n_splits: int, seed: int, scheme: str,
+              known: KnownFolds | None = None) -> str | None:
     """``row,fold``: the position of each training row among the file's labelled rows (in the
     search's order) with the fold that scores it, then the sealed holdout's rows with fold -1.
-    None when the folds are not one fold per row (time-ordered CV) or the rows are unknown."""
+    None when the folds are not one fold per row (time-ordered CV) or the rows are unknown.
+    ``known``: the briefing's folds, taken when they are these (``make_splits``)."""
     rows = recipe.get("rows")
     if not rows or scheme == "time":
         return None
-    splits = make_splits(train, n_splits, seed, scheme)
+    splits = make_splits(train, n_splits, seed, scheme, known=known)
     fold = np.full(train.n_rows, -1)
     for k, (_, test_rows) in enumerate(splits):
         fold[test_rows] = k

@@ -152,7 +152,8 @@ class SearchRun:
         if context.briefing is not None:
             self._log_briefing(context.briefing)
             folds = folds_csv(context.dataset, context.briefing.recipe, context.n_splits,
-                              context.search.seed, context.cv_scheme)
+                              context.search.seed, context.cv_scheme,
+                              known=context.briefing.folds)
             if folds is not None:  # what each attempt's attempt.py reads
                 client.log_text(self.run_id, folds, FOLDS_ARTIFACT)
 
