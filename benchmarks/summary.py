@@ -78,10 +78,12 @@ def label(group: tuple[float, bool]) -> str:
 
 
 def markdown(table: dict[tuple[float, bool], dict[str, Cell]]) -> str:
-    """The README's table: a row per system, a column per budget: mean rank (1 = best), and
-    against mlflow-agentic its wins/losses and p."""
+    """The README's table: a row per system, a column per budget: mean rank (1 = best; the
+    column's best in bold, whichever system it is), and against mlflow-agentic its wins/losses
+    and p."""
     budgets = list(table)
     systems = [s for s in SYSTEMS if any(s in table[g] for g in budgets)]
+    best = {g: min(c.mean_rank for c in table[g].values()) for g in budgets}
     lines = ["| system | " + " | ".join(label(g) for g in budgets) + " |",
              "|---|" + "---|" * len(budgets)]
     for s in systems:
@@ -90,11 +92,13 @@ def markdown(table: dict[tuple[float, bool], dict[str, Cell]]) -> str:
             c = table[g].get(s)
             if c is None:
                 cells.append("-")
-            elif s == OURS:
-                cells.append(f"**{c.mean_rank:.2f}** ({c.tasks} tasks)")
+                continue
+            rank = f"**{c.mean_rank:.2f}**" if c.mean_rank == best[g] else f"{c.mean_rank:.2f}"
+            if s == OURS:
+                cells.append(f"{rank} ({c.tasks} tasks)")
             else:
                 p = "-" if math.isnan(c.p) else f"{c.p:.3f}"
-                cells.append(f"{c.mean_rank:.2f}; ours {c.wins}/{c.losses}, p = {p}")
+                cells.append(f"{rank}; ours {c.wins}/{c.losses}, p = {p}")
         lines.append(f"| {s} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
