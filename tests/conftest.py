@@ -17,6 +17,7 @@ import pandas as pd
 import pytest
 
 from mlflow_agentic.data import Dataset
+from mlflow_agentic.tracking.store.template import CACHE_ENV
 from mlflow_agentic.trainers import trainer_registry
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,7 +38,11 @@ def private_tempdir(tmp_path_factory):
     previous = os.environ.get("TMPDIR")
     os.environ.setdefault(SYSTEM_TMP, tempfile.gettempdir())  # for other users' folders
     os.environ["TMPDIR"], tempfile.tempdir = folder, folder
+    # the empty store new sqlite stores are copied from (tracking.store.template): one per
+    # test process, under pytest's tree, never the user's ~/.cache
+    os.environ[CACHE_ENV] = str(tmp_path_factory.mktemp("cache"))
     yield folder
+    os.environ.pop(CACHE_ENV, None)
     tempfile.tempdir = None
     if previous is None:
         os.environ.pop("TMPDIR", None)

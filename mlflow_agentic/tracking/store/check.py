@@ -1,7 +1,7 @@
 """A search must not start against a store it cannot write (an unwritable sqlite path, a
 server that is down, a disk that fills while the store is made): that is refused, with what to
 do instead, before the holdout is sealed; a new sqlite store is initialised once, under a file
-lock."""
+lock (a copy of a cached empty store when there is one: ``template``)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 from mlflow_agentic.core.errors import UserInputError
+from mlflow_agentic.tracking.store import template
 from mlflow_agentic.tracking.store.retry import reason_of
 from mlflow_agentic.tracking.store.uri import default_uri
 
@@ -41,7 +42,7 @@ def check_store(uri: str | None = None) -> str:
         path = Path(uri.removeprefix("sqlite:///"))
         _check_writable(path, uri, use_local)
         with file_lock(path.with_name(path.name + ".lock")):
-            _initialise(uri)
+            _make_or_open(uri, path)
         return uri
     if uri.startswith("file:") or "://" not in uri:
         path = Path(uri.removeprefix("file://").removeprefix("file:"))
@@ -55,7 +56,23 @@ def check_store(uri: str | None = None) -> str:
     return uri
 
 
-def _initialise(uri: str, tries: int = 5) -> None:
+def _make_or_open(uri: str, path: Path) -> None:
+    """A new store is a copy of the cached empty one when there is one (``template``: no
+    migrations to run), else MLflow's migrations make it and it is kept as that copy."""
+    new = not path.exists() or path.stat().st_size == 0
+    if new and template.seed(path):
+        try:
+            _initialise(uri, new=True)  # a copy that does not open is removed, and said
+        except UserInputError:
+            template.forget()  # so is the empty store: the next new store is migrated
+            raise
+        return
+    _initialise(uri, new=new)
+    if new:
+        template.keep(path)
+
+
+def _initialise(uri: str, tries: int = 5, *, new: bool) -> None:
     """Create the tables and run the migrations. Another program opening the new store at
     the same moment (``mlflow ui``, a script) migrates it too, without our lock: its half-done
     schema (a duplicate column, a table already there or not yet there, a version row moved
@@ -65,7 +82,6 @@ def _initialise(uri: str, tries: int = 5) -> None:
     from mlflow_agentic.core.errors import disk_full
 
     path = Path(uri.removeprefix("sqlite:///"))
-    new = not path.exists() or path.stat().st_size == 0
     for attempt in range(1, tries + 1):
         try:
             mlflow.MlflowClient(tracking_uri=uri).search_experiments(max_results=1)
