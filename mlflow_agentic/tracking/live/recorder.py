@@ -124,6 +124,9 @@ class AttemptRecorder(SearchObserver):
 
     # ---- the search's events ------------------------------------------------------------------
     def on_search_start(self, context: SearchContext) -> None:
+        from mlflow_agentic.tracking.registry.models import warm_up
+
+        warm_up()  # the first model logging's one-time work, while the workers fit
         self.conn = Connection(self.tracking_uri, self.recorded, self.say,
                                self.attempts.next_step)
         self.search.open(context, self.conn, self.attempts.writer.submit)
