@@ -20,7 +20,7 @@ from mlflow_agentic.core.types import AttemptRecord, EngineeringRun, SolutionCan
 from mlflow_agentic.tracking.live.attempt_runs import AttemptRuns
 from mlflow_agentic.tracking.live.search_run import SearchRun
 from mlflow_agentic.tracking.live.shared import SharedRun
-from mlflow_agentic.tracking.registry import quiet_loggers
+from mlflow_agentic.tracking.registry import quiet_loggers, warm_up
 from mlflow_agentic.tracking.resume import ResumePoint
 from mlflow_agentic.tracking.store import TAG_MAX, Connection
 
@@ -124,8 +124,6 @@ class AttemptRecorder(SearchObserver):
 
     # ---- the search's events ------------------------------------------------------------------
     def on_search_start(self, context: SearchContext) -> None:
-        from mlflow_agentic.tracking.registry.models import warm_up
-
         warm_up()  # the first model logging's one-time work, while the workers fit
         self.conn = Connection(self.tracking_uri, self.recorded, self.say,
                                self.attempts.next_step)

@@ -25,6 +25,7 @@ _EXPORTS = {
     "register": "mlflow_agentic.tracking.registry.models",
     "schema_sample": "mlflow_agentic.tracking.registry.models",
     "version_of_search": "mlflow_agentic.tracking.registry.models",
+    "warm_up": "mlflow_agentic.tracking.registry.models",
 }
 __all__ = [
     "model_outputs",
@@ -41,6 +42,7 @@ __all__ = [
     "register",
     "schema_sample",
     "version_of_search",
+    "warm_up",
 ]
 
 if TYPE_CHECKING:
@@ -52,6 +54,7 @@ if TYPE_CHECKING:
         register,
         schema_sample,
         version_of_search,
+        warm_up,
     )
     from mlflow_agentic.tracking.registry.outputs import model_outputs
     from mlflow_agentic.tracking.registry.promotion import promote
