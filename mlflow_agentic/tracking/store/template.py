@@ -1,7 +1,8 @@
 """A new sqlite store made from a copy of an empty one, instead of MLflow's schema migrations.
 
-MLflow makes a new sqlite store by running every alembic migration since 1.0: 1.5 s on an idle
-core here, 3 s with the other core busy, out of a 20 s budget (a third of Grants' fixed cost).
+MLflow makes a new sqlite store by running every alembic migration since 1.0: 1.29 s on an
+idle core here, 2.55 s with the other core busy, out of a 20 s budget; a copy takes 0.06-0.09 s
+(``benchmarks/new_store.py``).
 The first new store on a machine is made that way and kept, emptied, in the user's cache
 (one per MLflow version); a later new store is a copy of it. The copy holds no experiment:
 MLflow adds its Default experiment when it opens the copy, with the artifact location of *this*
