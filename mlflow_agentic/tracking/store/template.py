@@ -9,8 +9,10 @@ MLflow adds its Default experiment when it opens the copy, with the artifact loc
 store, so nothing of the store the copy came from leaks into it. MLflow's own test suite makes
 its sqlite stores the same way (a cached, migrated database copied per test).
 
-Anything that goes wrong here (no cache folder, a full disk, a stale or broken copy) only
-means the store is made by the migrations, as it would have been.
+No cache folder, a full disk while copying, or a cached store cut short or of another schema
+only means the store is made by the migrations, as it would have been. A copy MLflow then
+cannot open (``check._make_or_open``) is removed and its error said, and the cached store is
+forgotten, so the next new store is migrated.
 """
 
 from __future__ import annotations
