@@ -91,14 +91,17 @@ VARIANTS = {OURS: (), "mlflow-agentic-training-rows": ("--no-refit-full",),
             "mlflow-agentic-5-folds": ("--large-rows", "0"),
             "mlflow-agentic-ungrouped": ("--cv-scheme", "stratified"),
             "mlflow-agentic-no-catboost": ("--trainers", "linear,random_forest,extra_trees,"
-                                           "hist_gradient_boosting,xgboost,lightgbm,knn")}
+                                           "hist_gradient_boosting,xgboost,lightgbm,knn"),
+            "mlflow-agentic-mlp": ("--trainers", "linear,random_forest,extra_trees,"
+                                   "hist_gradient_boosting,xgboost,lightgbm,catboost,knn,mlp")}
 """This project's levers, each as the options a user would add (a lever stays when it does not
 lose on the validation set): serving the model fitted on the training rows only (the
 default before 2026-12-04; rows named ``mlflow-agentic-refit-full`` are of engines where
 refitting on all rows was that option); 5 folds at every size (no fewer folds, and every trainer
 seeded, on large tables); folds that ignore near-duplicate clusters (random or stratified, as
 the harness's own split is); the default search without CatBoost (the default before
-2026-12-06, the k-NN example plugin installed as in every row here). Rows named
+2026-12-06, the k-NN example plugin installed as in every row here); the default search and
+scikit-learn's multi-layer perceptron (``mlp``, searched when named). Rows named
 ``mlflow-agentic-found-rounds`` are of commit
 ``c8cbb5b`` (histogram boosting refit on every row for the rounds early stopping found, on up to
 10,000 rows), reverted after it lost on the development set."""

@@ -16,7 +16,7 @@ from mlflow_agentic.trainers.preprocessing import value_bins
 from mlflow_agentic.trainers.transforms import binning_booster
 
 BUILTIN = ["linear", "random_forest", "extra_trees", "hist_gradient_boosting", "xgboost",
-           "lightgbm", "catboost"]
+           "lightgbm", "catboost", "mlp"]
 
 
 def frame(task: str, n: int = 150, seed: int = 0) -> pd.DataFrame:
