@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import pytest
 
@@ -28,6 +29,34 @@ def test_metric_errors(name, task, fragment):
     with pytest.raises(UserInputError) as err:
         resolve_metric(name, task)
     assert fragment in str(err.value)
+
+
+def test_binary_roc_auc_by_ranks_is_scikit_learns_number_and_errors():
+    np = pytest.importorskip("numpy")
+    from sklearn.metrics import roc_auc_score
+
+    rng = np.random.default_rng(3)
+    y = np.where(rng.random(400) < 0.2, "yes", "no").astype(object)
+    p = np.round(rng.random(400), 1)  # ties, which count a half
+    proba = np.column_stack([1 - p, p])
+    auc = METRICS["roc_auc"].score(y, proba=proba, classes=("no", "yes"))
+    assert auc == pytest.approx(roc_auc_score(y == "yes", p), abs=1e-12)
+
+    def outcome(f):  # a value or an error's text, as repr (NaN equals NaN)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                return repr(f())
+            except ValueError as exc:
+                return str(exc)
+
+    one_class = np.array(["no"] * 4)  # scikit-learn's own answer: NaN (1.9) or an error
+    assert outcome(lambda: METRICS["roc_auc"].score(one_class, proba=proba[:4],
+                                                    classes=("no", "yes"))) == \
+        outcome(lambda: float(roc_auc_score(one_class == "yes", p[:4])))
+    proba[0, 1] = float("nan")
+    with pytest.raises(ValueError, match="NaN"):
+        METRICS["roc_auc"].score(y, proba=proba, classes=("no", "yes"))
 
 
 def test_verifier_margin_and_reason():

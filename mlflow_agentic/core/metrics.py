@@ -51,8 +51,25 @@ def _pos(classes: tuple[Any, ...]) -> Any:
     return classes[1]
 
 
+def rank_auc(scores: np.ndarray, positive: np.ndarray) -> float:
+    """Binary ROC AUC by ranks (Mann-Whitney's U; ties count a half): scikit-learn's number
+    without its per-call checks, which cost more than the AUC on a fold (500 rows: 1.8 ms a
+    call against 0.08 ms, ``benchmarks/scoring.py``); the search scores every fold on its main
+    thread and the greedy ensemble hundreds of blends."""
+    from scipy.stats import rankdata
+
+    n_pos = int(positive.sum())
+    n_neg = len(positive) - n_pos
+    return float((rankdata(scores)[positive].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+
+
 def _roc_auc(y: Any, pred: Any, proba: Any, classes: tuple[Any, ...]) -> float:
-    return float(skm.roc_auc_score(y == _pos(classes), proba[:, 1]))
+    positive = np.asarray(y) == _pos(classes)
+    scores = np.asarray(proba, dtype=float)[:, 1]
+    if positive.all() or not positive.any() or not np.isfinite(scores).all():
+        # scikit-learn's own error: one class only, or a NaN/inf among the probabilities
+        return float(skm.roc_auc_score(positive, scores))
+    return rank_auc(scores, positive)
 
 
 def _roc_auc_ovr(y: Any, pred: Any, proba: Any, classes: tuple[Any, ...]) -> float:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mlflow_agentic.core.metrics import Metric
+from mlflow_agentic.core.metrics import Metric, rank_auc
 from mlflow_agentic.engine.evaluate.folds import score_output
 
 ROUNDS = 20
@@ -56,7 +56,7 @@ def utility_of(metric: Metric, y, classes: tuple):
     if metric.name == "roc_auc" and len(classes) == 2:
         positive = np.asarray(y) == classes[1]
         if positive.any() and not positive.all():
-            return lambda output: _rank_auc(output[:, 1], positive)
+            return lambda output: rank_auc(output[:, 1], positive)
     if metric.name == "roc_auc_ovr" and len(classes) > 2:
         return _ovr_auc(np.asarray(y), classes) or (
             lambda output: metric.utility(score_output(metric, y, output, classes)))
@@ -70,17 +70,8 @@ def _ovr_auc(y: np.ndarray, classes: tuple):
     masks = [y == c for c in classes]
     if any(not m.any() or m.all() for m in masks):
         return None
-    return lambda output: float(np.mean([_rank_auc(output[:, j], m)
+    return lambda output: float(np.mean([rank_auc(output[:, j], m)
                                          for j, m in enumerate(masks)]))
-
-
-def _rank_auc(scores: np.ndarray, positive: np.ndarray) -> float:
-    """Binary ROC AUC by ranks (Mann-Whitney; ties count a half), as scikit-learn's."""
-    from scipy.stats import rankdata
-
-    n_pos = int(positive.sum())
-    n_neg = len(positive) - n_pos
-    return (rankdata(scores)[positive].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg)
 
 
 def greedy_weights(outputs: Sequence[np.ndarray], y, rows, metric: Metric, classes: tuple,
