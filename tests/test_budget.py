@@ -342,6 +342,39 @@ def test_a_budget_that_cuts_every_attempt_says_what_the_loop_spent_and_what_to_c
     assert why.endswith("give a larger --time-budget") and why in run.summary()
 
 
+@pytest.mark.search
+def test_a_wide_tables_preprocessing_stops_at_the_deadline():
+    """Three styles of a 1,500-column table cannot be preprocessed in a 0.5 s loop (Grants at
+    20 s: 8.6 s of preprocessing ran the command to 25 s): the preprocessing stops at the
+    deadline, and the attempts whose folds it did not prepare are cut before they start."""
+    import numpy as np
+    import pandas as pd
+
+    from mlflow_agentic.data import Dataset
+    from mlflow_agentic.engine.search.loop import AgenticAutoML
+    from mlflow_agentic.proposers.sequence import SequenceProposer
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(rng.normal(size=(3000, 1500)), columns=[f"c{i}" for i in range(1500)])
+    frame["y"] = np.where(frame["c0"] + rng.normal(size=3000) > 0, "yes", "no")
+    wide = Dataset.from_frame(frame, target="y")
+    class OneBatch(SequenceProposer):  # three styles in the first batch, as the seeds are
+        def propose_initial(self, dataset, trainers):
+            return list(self.candidates)
+
+        def propose_next(self, dataset, history, trainers):
+            return None
+
+    plan = [SolutionCandidate(t, {}) for t in ("linear", "random_forest",
+                                                "hist_gradient_boosting")]
+    automl = AgenticAutoML(OneBatch(plan), cv=5, n_jobs=2, time_budget=0.5,
+                           trainers=["linear", "random_forest", "hist_gradient_boosting"])
+    run = automl.solve(wide)
+    assert run.best_candidate is None and [a.status for a in run.attempts] == ["pruned"] * 3
+    assert [a.pruned for a in run.attempts][-1] == (  # its style was never prepared, nor fitted
+        "time budget spent before its folds were preprocessed (0 of 5 folds)")
+
+
 def test_the_first_model_loggings_one_time_work_is_done_while_the_search_runs():
     """The recording after the loop keeps back 1 s + 3%: MLflow's map of installed packages
     (its requirements check) and the plot's import are done by ``warm_up`` meanwhile."""

@@ -59,9 +59,10 @@ class BatchRunner:
         with contextlib.suppress(Exception):
             self.folds.prepare([p.style for p in batch
                                 if p.style and p.error is None and p.restored is None],
-                               self.pool)
+                               self.pool, deadline)
+        spent = deadline is not None and time.perf_counter() >= deadline
         ready = [(i, *built) for i, plan in enumerate(batch)
-                 if (built := self._build(plan, states[i])) is not None]
+                 if (built := self._build(plan, states[i], spent)) is not None]
         # candidate-major order (A1..A5 B1..B5), in proposal order (the seeds: cheap first): when
         # a time budget cuts a batch, the candidates that finished are whole ones
         tasks: list[tuple[int, int]] = []
@@ -94,15 +95,21 @@ class BatchRunner:
                 break
         self._finish(states)
 
-    def _build(self, plan: Planned, state: _State):
+    def _build(self, plan: Planned, state: _State, spent: bool = False):
         """``(model, fold matrices)`` for a candidate whose folds run on the workers; None
-        when its outcome is already known (restored, failed to build, or code mode's, which
-        runs its own folds in the sandbox)."""
+        when its outcome is already known (restored, failed to build, code mode's, which
+        runs its own folds in the sandbox, or cut: the time budget was ``spent`` before its
+        folds were preprocessed)."""
         if plan.restored is not None:
             self._restore(state, plan.restored)
             return None
         if plan.error is not None:
             state.outcome.error, state.outcome.traceback = plan.error, plan.traceback
+            state.done = True
+            return None
+        if spent and (plan.code is not None or not self.folds.prepared(plan.style)):
+            state.outcome.pruned = (f"{TIME_CUT} before its folds were preprocessed (0 of "
+                                    f"{self.folds.n_splits} folds)")
             state.done = True
             return None
         if plan.code is not None:  # its own process does its folds, in the sandbox
