@@ -147,7 +147,8 @@ class SearchSettings:
         None, "roc_auc, log_loss, accuracy, balanced_accuracy, f1, roc_auc_ovr, rmse, mae, r2 "
         "(default: by task).", same_on_resume=True)
     trainers: tuple[str, ...] | None = setting(
-        None, "Comma-separated trainers to search (default: all that fit the task).",
+        None, "Comma-separated trainers to search (default: all that fit the task, but mlp, "
+        "which is searched only when named).",
         same_on_resume=True)
     portfolio: str = setting(
         "builtin", "The optuna proposer's first candidates: builtin (proven configurations, "
