@@ -211,6 +211,28 @@ def test_rank_auc_equals_scikit_learn_with_ties():
     assert fast == pytest.approx(roc_auc_score(y == "Y", p), abs=1e-12)
 
 
+def test_a_rank_metrics_greedy_selection_weighs_a_seeded_sample_of_many_rows():
+    """A blend's ROC AUC is a sort of every row: on 160k rows the nested selection took 6 s
+    and ran a 30 s search to 36.8 s. Past ``RANKED_ROWS`` the weights are picked on a seeded
+    sample (the same each time, in row order); other metrics keep every row."""
+    from mlflow_agentic.engine.after.ensemble import RANKED_ROWS, greedy_rows
+
+    rows = np.arange(5 * RANKED_ROWS)
+    picked = greedy_rows(rows, METRICS["roc_auc"])
+    assert len(picked) == RANKED_ROWS and np.all(np.diff(picked) > 0)
+    assert np.array_equal(picked, greedy_rows(rows, METRICS["roc_auc_ovr"]))
+    assert np.array_equal(greedy_rows(rows, METRICS["rmse"]), rows)
+    assert np.array_equal(greedy_rows(rows[:RANKED_ROWS], METRICS["roc_auc"]), rows[:RANKED_ROWS])
+    rng = np.random.default_rng(2)
+    y = np.where(rng.random(len(rows)) < 0.3, "Y", "N")
+    outputs = []
+    for noise in (0.5, 3.0, 3.0):  # one informative member, two weak ones
+        p = 1 / (1 + np.exp(-((y == "Y") + rng.normal(0, noise, len(y)))))
+        outputs.append(np.column_stack([1 - p, p]))
+    counts = greedy_weights(outputs, y, rows, METRICS["roc_auc"], ("N", "Y"))
+    assert counts[0] == counts.max() and counts.sum() == 20
+
+
 def test_ensemble_cv_score_uses_weights_chosen_without_the_scored_fold():
     rng = np.random.default_rng(1)
     n = 600

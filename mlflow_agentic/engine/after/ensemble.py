@@ -74,9 +74,25 @@ def _ovr_auc(y: np.ndarray, classes: tuple):
                                          for j, m in enumerate(masks)]))
 
 
+RANKED_ROWS = 20_000
+"""Rows a ROC AUC greedy selection picks its weights on: a seeded sample of more. Every blend
+it tries is ranked anew (160k rows: 10 ms a try, 640 tries a nested selection: 6 s of a 30 s
+search's main thread, which ran it to 35-37 s); 20k rows rank in 1 ms and still tell members
+apart. The ensemble's nested score still scores each fold on all of its rows."""
+
+
+def greedy_rows(rows: np.ndarray, metric: Metric) -> np.ndarray:
+    """``rows``, or a seeded sample of ``RANKED_ROWS`` of them (in order) for a rank metric."""
+    if metric.name not in ("roc_auc", "roc_auc_ovr") or len(rows) <= RANKED_ROWS:
+        return rows
+    return np.sort(np.random.default_rng(0).choice(rows, RANKED_ROWS, replace=False))
+
+
 def greedy_weights(outputs: Sequence[np.ndarray], y, rows, metric: Metric, classes: tuple,
                    rounds: int = ROUNDS) -> np.ndarray:
-    """Pick counts per member on ``rows``: start empty, add the best member ``rounds`` times."""
+    """Pick counts per member on ``rows`` (``greedy_rows`` of them): start empty, add the best
+    member ``rounds`` times."""
+    rows = greedy_rows(np.asarray(rows), metric)
     counts = np.zeros(len(outputs))
     current = None
     utility = utility_of(metric, y[rows], classes)
