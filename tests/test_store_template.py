@@ -65,8 +65,9 @@ def test_the_first_new_store_is_migrated_and_the_next_is_a_copy_of_its_own(
     client = mlflow.MlflowClient(tracking_uri=second)
     default = client.get_experiment("0")  # MLflow's own, made for this store when opened
     assert default.artifact_location == str(tmp_path / "b" / "mlruns" / "0")
-    with mlflow.start_run(experiment_id=client.create_experiment("x")):  # a working store
-        mlflow.log_metric("m", 1.0)
+    run = client.create_run(client.create_experiment("x"))  # a working store (through this
+    client.log_metric(run.info.run_id, "m", 1.0)  # client: fluent calls follow the global URI)
+    client.set_terminated(run.info.run_id)
     assert [e.name for e in client.search_experiments()] == ["x", "Default"]
     first_client = mlflow.MlflowClient(tracking_uri=first)
     assert [e.name for e in first_client.search_experiments()] == ["Default"]  # untouched
