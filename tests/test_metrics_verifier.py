@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import warnings
 
+import numpy as np
 import pytest
 
 from mlflow_agentic.core.errors import UserInputError
@@ -32,7 +33,6 @@ def test_metric_errors(name, task, fragment):
 
 
 def test_binary_roc_auc_by_ranks_is_scikit_learns_number_and_errors():
-    np = pytest.importorskip("numpy")
     from sklearn.metrics import roc_auc_score
 
     rng = np.random.default_rng(3)
