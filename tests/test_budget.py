@@ -377,6 +377,28 @@ def test_a_wide_tables_preprocessing_stops_at_the_deadline():
         "time budget spent before its folds were preprocessed (0 of 5 folds)")
 
 
+
+def test_a_code_candidate_cut_before_its_batch_says_its_sandbox_run_never_started(churn_small):
+    """Code mode runs its own folds in the sandbox: when the budget is spent before its batch,
+    its cut reason names the sandbox run, not preprocessing it never asked for (and no
+    container is started for it)."""
+    from mlflow_agentic.engine.evaluate.cv import make_splits
+    from mlflow_agentic.engine.evaluate.folds import FoldData
+    from mlflow_agentic.engine.evaluate.outcome import Planned
+    from mlflow_agentic.engine.search.batch import BatchRunner, _State
+
+    class NoSandbox:
+        def run(self, *args, **kwargs):
+            raise AssertionError("a cut candidate must not start a container")
+
+    folds = FoldData(churn_small, make_splits(churn_small, 3, 0, "stratified"))
+    runner = BatchRunner(folds, pool=None, metric=None, sandbox=NoSandbox())
+    state = _State()
+    plan = Planned(SolutionCandidate("code", {}), code="print('never run')")
+    assert runner._build(plan, state, spent=True) is None
+    assert state.done and state.outcome.pruned == (
+        "time budget spent before its sandbox run started (0 of 3 folds)")
+
 def test_the_first_model_loggings_one_time_work_is_done_while_the_search_runs():
     """The recording after the loop keeps back 1 s + 3%: MLflow's map of installed packages
     (its requirements check) and the plot's import are done by ``warm_up`` meanwhile."""

@@ -99,7 +99,7 @@ class BatchRunner:
         """``(model, fold matrices)`` for a candidate whose folds run on the workers; None
         when its outcome is already known (restored, failed to build, code mode's, which
         runs its own folds in the sandbox, or cut: the time budget was ``spent`` before its
-        folds were preprocessed)."""
+        folds were preprocessed or its sandbox run started)."""
         if plan.restored is not None:
             self._restore(state, plan.restored)
             return None
@@ -108,7 +108,9 @@ class BatchRunner:
             state.done = True
             return None
         if spent and (plan.code is not None or not self.folds.prepared(plan.style)):
-            state.outcome.pruned = (f"{TIME_CUT} before its folds were preprocessed (0 of "
+            before = ("its sandbox run started" if plan.code is not None
+                      else "its folds were preprocessed")
+            state.outcome.pruned = (f"{TIME_CUT} before {before} (0 of "
                                     f"{self.folds.n_splits} folds)")
             state.done = True
             return None
