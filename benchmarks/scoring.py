@@ -1,7 +1,7 @@
-"""What scoring a fold's binary ROC AUC costs: scikit-learn's ``roc_auc_score`` (the reference)
-against the metric's rank formula (``core.metrics.rank_auc``), in one process, on fold-sized
-outputs with ties. A search scores every fold of every attempt on its main thread, and the
-greedy ensemble scores hundreds of blends.
+"""What scoring a fold's ROC AUC costs: scikit-learn's ``roc_auc_score`` (the reference)
+against the metric's rank formula (``core.metrics.rank_aucs``), in one process, on fold-sized
+outputs with ties (binary, and one-vs-rest over 10 classes). A search scores every fold of
+every attempt on its main thread, and the greedy ensemble scores hundreds of blends.
 
     python benchmarks/scoring.py [--calls N]
 """
@@ -29,18 +29,29 @@ def main() -> None:
 
     from mlflow_agentic.core.metrics import METRICS
 
-    metric = METRICS["roc_auc"]
     rng = np.random.default_rng(0)
-    for rows in (500, 5_000, 50_000):
-        y = np.where(rng.random(rows) < 0.2, "yes", "no").astype(object)
-        p = np.round(rng.random(rows), 3)
-        proba = np.column_stack([1 - p, p])
-        reference = per_call(lambda: roc_auc_score(y == "yes", p), args.calls)
-        ours = per_call(lambda: metric.score(y, proba=proba, classes=("no", "yes")), args.calls)
-        gap = abs(metric.score(y, proba=proba, classes=("no", "yes"))
-                  - roc_auc_score(y == "yes", p))
-        print(f"{rows:>6} rows: scikit-learn {reference * 1e3:.2f} ms, ranks {ours * 1e3:.2f} ms "
-              f"a call; ranks / scikit-learn = {ours / reference:.3f} (difference {gap:.1e})")
+    for rows, n_classes in ((500, 2), (5_000, 2), (50_000, 2), (2_000, 10)):
+        classes = tuple(f"c{j}" for j in range(n_classes))
+        y = rng.choice(np.array(classes, dtype=object), rows)
+        raw = np.round(rng.random((rows, n_classes)), 3) + 1e-3  # ties, which count a half
+        proba = raw / raw.sum(axis=1, keepdims=True)
+        if n_classes == 2:
+            metric = METRICS["roc_auc"]
+            truth, scores, kwargs = y == classes[1], proba[:, 1], {}
+        else:
+            metric = METRICS["roc_auc_ovr"]
+            truth, scores, kwargs = y, proba, {"multi_class": "ovr", "labels": list(classes)}
+
+        def reference(truth=truth, scores=scores, kwargs=kwargs) -> float:
+            return float(roc_auc_score(truth, scores, **kwargs))
+
+        def ours(metric=metric, y=y, proba=proba, classes=classes) -> float:
+            return metric.score(y, proba=proba, classes=classes)
+
+        theirs, mine = per_call(reference, args.calls), per_call(ours, args.calls)
+        print(f"{rows:>6} rows, {n_classes:>2} classes: scikit-learn {theirs * 1e3:.2f} ms, "
+              f"ranks {mine * 1e3:.2f} ms a call; ranks / scikit-learn = {mine / theirs:.3f} "
+              f"(difference {abs(ours() - reference()):.1e})")
 
 
 if __name__ == "__main__":

@@ -59,6 +59,30 @@ def test_binary_roc_auc_by_ranks_is_scikit_learns_number_and_errors():
         METRICS["roc_auc"].score(y, proba=proba, classes=("no", "yes"))
 
 
+
+def test_one_rank_formula_serves_the_multiclass_metric_and_the_ensembles_blends():
+    """The metric and the greedy ensemble's utility rank with one formula: the same number as
+    scikit-learn's one-vs-rest AUC, bit for bit between the two (a greedy selection's ties
+    must not flip), and one column's AUC the same alone as among others."""
+    from sklearn.metrics import roc_auc_score
+
+    from mlflow_agentic.core.metrics import rank_auc, rank_aucs
+    from mlflow_agentic.engine.after.ensemble import utility_of
+
+    rng = np.random.default_rng(5)
+    classes = ("a", "b", "c", "d")
+    y = rng.choice(np.array(classes, dtype=object), 600, p=[0.5, 0.3, 0.15, 0.05])
+    raw = np.round(rng.random((600, 4)), 1) + 1e-3  # ties, which count a half
+    proba = raw / raw.sum(axis=1, keepdims=True)
+    metric = METRICS["roc_auc_ovr"]
+    auc = metric.score(y, proba=proba, classes=classes)
+    assert auc == pytest.approx(roc_auc_score(y, proba, multi_class="ovr",
+                                              labels=list(classes)), abs=1e-12)
+    assert utility_of(metric, y, classes)(proba) == auc
+    positive = y[:, None] == np.array(classes, dtype=object)[None, :]
+    together = rank_aucs(proba, positive)
+    assert [rank_auc(proba[:, j], positive[:, j]) for j in range(4)] == list(together)
+
 def test_verifier_margin_and_reason():
     v = DeterministicVerifier(margin=0.01)
     assert v.verify(0.8, 0.5).valid

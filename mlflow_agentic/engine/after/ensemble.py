@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mlflow_agentic.core.metrics import Metric, rank_auc
+from mlflow_agentic.core.metrics import Metric, one_vs_rest, rank_auc, rank_aucs
 from mlflow_agentic.engine.evaluate.folds import score_output
 
 ROUNDS = 20
@@ -64,14 +64,13 @@ def utility_of(metric: Metric, y, classes: tuple):
 
 
 def _ovr_auc(y: np.ndarray, classes: tuple):
-    """One-vs-rest ROC AUC, the macro mean over classes, by ranks (scikit-learn's
-    ``roc_auc_score(multi_class="ovr")``; its checks cost seconds in the greedy loop on a
-    4-class task). None when some class is absent from ``y`` (scikit-learn's rules then)."""
-    masks = [y == c for c in classes]
-    if any(not m.any() or m.all() for m in masks):
+    """One-vs-rest ROC AUC, the macro mean over classes, by ranks (the metric's own formula,
+    its class masks made once for the hundreds of blends). None when some class is absent
+    from ``y`` (scikit-learn's rules then)."""
+    positive, held = one_vs_rest(y, classes)
+    if not held.all():
         return None
-    return lambda output: float(np.mean([rank_auc(output[:, j], m)
-                                         for j, m in enumerate(masks)]))
+    return lambda output: float(np.mean(rank_aucs(output, positive)))
 
 
 RANKED_ROWS = 20_000
