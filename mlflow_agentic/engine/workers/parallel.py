@@ -15,7 +15,6 @@ import math
 import os
 import sys
 import warnings
-import weakref
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from pathlib import Path
@@ -194,8 +193,7 @@ def _kill(executor) -> None:
         pending.pop(key, None)  # loky would try to fail these already-cancelled futures
     manager = getattr(executor, "_executor_manager_thread", None)
     if manager is not None:
-        _KILLED_MANAGERS.add(manager)
-        _quiet_killed_managers()
+        _quiet(manager)
     executor.shutdown(wait=False, kill_workers=True)
     for pid in pids:
         with contextlib.suppress(OSError):
@@ -206,25 +204,14 @@ def _kill(executor) -> None:
             writer.close()
 
 
-_KILLED_MANAGERS: weakref.WeakSet = weakref.WeakSet()
-
-
-def _quiet_killed_managers() -> None:
+def _quiet(manager) -> None:
     """A killed executor's manager thread may trip over the work it was managing (a
-    ``KeyError`` traceback on stderr after a spent budget or a resume): expected, not said."""
-    import threading
-
-    previous = threading.excepthook
-    if getattr(previous, "agentic_quiet", False):
-        return
-
-    def hook(args) -> None:
-        if args.thread in _KILLED_MANAGERS:
-            return
-        previous(args)
-
-    hook.agentic_quiet = True  # type: ignore[attr-defined]
-    threading.excepthook = hook
+    ``KeyError`` traceback on stderr after a spent budget or a resume): expected, not said.
+    Only that thread's exception report is silenced (the hook a thread calls is its own
+    attribute, set when it was made), not ``threading.excepthook``, which a test runner swaps
+    and restores around each test (the traceback came back at the end of a pytest session)."""
+    if hasattr(manager, "_invoke_excepthook"):
+        manager._invoke_excepthook = lambda thread: None
 
 
 def _stop_at_exit(executor) -> None:
