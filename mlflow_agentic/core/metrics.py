@@ -74,7 +74,8 @@ def _auc_of_ranks(ranks: np.ndarray, positive: np.ndarray) -> np.ndarray:
     """Mann-Whitney's U over n_pos * n_neg. Rank sums are half-integers, so exact: a column's
     AUC is the same number ranked alone or among others (a greedy selection's ties hold)."""
     n, n_pos = len(positive), positive.sum(axis=0).astype(float)
-    return ((ranks * positive).sum(axis=0) - n_pos * (n_pos + 1) / 2) / (n_pos * (n - n_pos))
+    u = (ranks * positive).sum(axis=0) - n_pos * (n_pos + 1) / 2
+    return np.asarray(u / (n_pos * (n - n_pos)))
 
 
 def _roc_auc(y: Any, pred: Any, proba: Any, classes: tuple[Any, ...]) -> float:
