@@ -285,7 +285,12 @@ def peer(args) -> None:
         # 11 classes: told the task where the harness scores RMSE, as mlflow-agentic is
         presets = "best_quality" if args.peer == "autogluon-best" else "medium_quality"
         model.fit(train, time_limit=args.budget, presets=presets)
-        info = {"model": model.model_best, "trials": len(model.model_names())}
+        board = model.leaderboard(silent=True)  # its own validation scores, higher is better
+        info = {"model": model.model_best, "trials": len(model.model_names()),
+                "leaderboard": [{"model": str(r["model"]),
+                                 "score_val": round(float(r["score_val"]), 6),
+                                 "fit_time": round(float(r["fit_time"]), 1)}
+                                for _, r in board.iterrows()]}
         predicted = (model.predict(test).to_frame("prediction") if regression
                      else model.predict_proba(test))
     else:
