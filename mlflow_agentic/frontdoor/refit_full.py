@@ -58,7 +58,7 @@ def serve_on_all_rows(run: EngineeringRun, train, holdout: Holdout,
     as for the first refit; default: this process). Returns
     why it was not done ('' when it was): the training-rows model is then served."""
     reason = why_not(run, train.n_rows, holdout, end)
-    if reason:
+    if reason or run.best_attempt is None:  # (why_not says so when there is none)
         return reason
     data = all_rows(train, holdout)
     by_index = {a.index: a for a in run.attempts}

@@ -25,6 +25,8 @@ class NestedScore:
     """The CV score of a combination (``fold_scores``: each fold scored with what was chosen
     without its rows) and its spread, as an attempt records them."""
 
+    members: tuple[int, ...]
+    """The attempts combined (their indices)."""
     fold_scores: tuple[float, ...]
 
     @property

@@ -6,13 +6,27 @@ from __future__ import annotations
 
 import time
 import warnings
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
-from mlflow_agentic.core.types import COMBINERS, STACK, best_first, is_classification
+from mlflow_agentic.core.types import (
+    COMBINERS,
+    STACK,
+    AttemptRecord,
+    best_first,
+    is_classification,
+)
 from mlflow_agentic.engine.workers.parallel import WorkerPool, single_threaded
 from mlflow_agentic.trainers.registry import get_trainer
 
+if TYPE_CHECKING:
+    from sklearn.pipeline import Pipeline
 
-def combine(record, models: list, dataset):
+    from mlflow_agentic.data import Dataset
+    from mlflow_agentic.engine.evaluate.folds import FoldData
+
+
+def combine(record: AttemptRecord, models: list, dataset: Dataset) -> Any:
     """The served model of a combining ``record`` from its members' fitted ``models``: their
     weighted average (an ensemble) or its stacker over them (params ``coef``, ``intercept``)."""
     from mlflow_agentic.trainers.stacked import StackedEnsemble
@@ -25,7 +39,7 @@ def combine(record, models: list, dataset):
     return WeightedEnsemble(models, list(record.params["weights"]), classes)
 
 
-def fit_pipeline(pipeline, X, y):
+def fit_pipeline(pipeline: Pipeline, X: Any, y: Any) -> Pipeline:
     """Worker task: fit and return ``pipeline``."""
     return pipeline.fit(X, y)
 
@@ -37,7 +51,9 @@ def refit_pool(pool: WorkerPool) -> WorkerPool:
     return pool if pool.warm else WorkerPool(1)
 
 
-def refit(history, best, dataset, pool: WorkerPool, random_state: int = 0, code_refit=None):
+def refit(history: Sequence[AttemptRecord], best: AttemptRecord | None, dataset: Dataset,
+          pool: WorkerPool, random_state: int,
+          code_refit: Callable[[AttemptRecord], Any]) -> tuple[Any, float, AttemptRecord | None]:
     """``(model, seconds, record)``: the best verified attempt refit on all rows; if that fails,
     the next best (an ensemble falls back to the best single attempt). ``code_refit(record)``:
     the fitted pipeline of a code-mode attempt (its sandbox refit it)."""
@@ -60,7 +76,8 @@ def refit(history, best, dataset, pool: WorkerPool, random_state: int = 0, code_
     return None, 0.0, None
 
 
-def refit_on(record, by_index: dict, dataset, pool: WorkerPool, random_state: int = 0):
+def refit_on(record: AttemptRecord, by_index: dict[int, AttemptRecord], dataset: Dataset,
+             pool: WorkerPool, random_state: int = 0) -> Any:
     """``record`` (an attempt, or a combination of the attempts in ``by_index``) fitted on
     every row of ``dataset``; raises what the fit raises."""
     if record.candidate.trainer in COMBINERS:
@@ -69,20 +86,22 @@ def refit_on(record, by_index: dict, dataset, pool: WorkerPool, random_state: in
     return _refit_one([record], dataset, pool, random_state)[0]
 
 
-def _refit_one(records, dataset, pool: WorkerPool, random_state: int) -> list:
+def _refit_one(records: list[AttemptRecord], dataset: Dataset, pool: WorkerPool,
+               random_state: int) -> list:
     futures = []
     for record in records:
         pipeline = get_trainer(record.candidate.trainer).pipeline(dataset, record.params,
                                                                   random_state)
         futures.append(pool.submit(fit_pipeline, single_threaded(pipeline), dataset.X,
                                    dataset.y))
-    models = [None] * len(futures)
+    models: list[Any] = [None] * len(futures)
     for i, future in pool.in_order(futures):
         models[i] = future.result()
     return models
 
 
-def bagged(record, history, folds, dataset):
+def bagged(record: AttemptRecord, history: Sequence[AttemptRecord], folds: FoldData,
+           dataset: Dataset) -> Any:
     """``record`` as the average of the models its folds fitted (an ensemble or a stack: of
     each member's, combined as it combines them): no refit. None when a fold model was not kept."""
     from mlflow_agentic.trainers.transforms import WeightedEnsemble
@@ -90,7 +109,7 @@ def bagged(record, history, folds, dataset):
     classes = list(dataset.classes) if is_classification(dataset.task) else None
     by_index = {a.index: a for a in history}
 
-    def bag(attempt):
+    def bag(attempt: AttemptRecord) -> Any:
         if attempt.candidate.code is not None:  # its folds ran in the sandbox
             return None
         style = get_trainer(attempt.candidate.trainer).preprocessing

@@ -153,7 +153,8 @@ class AgenticAutoML:
             deadline=self.budget.loop.end)
         return context, splits
 
-    def _batches(self) -> BatchRunner:
+    @property
+    def batches(self) -> BatchRunner:
         """The batch runner of the search in progress (made when its folds are)."""
         assert self.runner is not None, "the search's folds are made before any batch"
         return self.runner
@@ -217,13 +218,13 @@ class AgenticAutoML:
         elif s.refit and best is not None:
             best, note, model = affordable(
                 best, history, self.budget.refit_fits,
-                lambda r: bagged(r, history, self._batches().folds, ctx.dataset), prefer_bag=s.bag)
+                lambda r: bagged(r, history, self.batches.folds, ctx.dataset), prefer_bag=s.bag)
         bag = model is not None  # the fold models' average, already fitted: no refit
         if s.refit and not bag:
             model, refit_seconds, best = refit(
                 history, best, ctx.dataset, self.pool, s.seed,
-                code_refit=lambda record: refit_code(self.sandbox, self._batches().folds.dataset,
-                                                     record.candidate.code,
+                code_refit=lambda record: refit_code(self.sandbox, self.batches.folds.dataset,
+                                                     record.candidate.code or "",
                                                      dropped_columns(record.candidate)))
         return EngineeringRun(
             attempts=history, best_candidate=best.candidate if best else None,
@@ -285,13 +286,13 @@ class AgenticAutoML:
             if outcome.extra is not None:
                 self.observers.attempt_predictions(record, outcome.extra)
 
-        self._batches().run(plans, self.budget.attempts_end(), done, on_submitted=started)
+        self.batches.run(plans, self.budget.attempts_end(), done, on_submitted=started)
         return records
 
     def _keep_outputs(self, record: AttemptRecord, outcome: Outcome, history, style) -> None:
         """What later steps need of an attempt: its out-of-fold and extra-row predictions (to
         blend), the best attempts' fold models (to serve averaged), its refit's cost."""
-        folds = self._batches().folds
+        folds = self.batches.folds
         if record.verdict.valid and outcome.fit_seconds:  # sized before its models may go
             n = len(outcome.fold_scores) or folds.n_splits
             self.budget.note_refit_cost(record, outcome.fit_seconds, n,

@@ -9,22 +9,32 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 import numpy as np
 
 from mlflow_agentic.core.types import ENSEMBLE, STACK, AttemptRecord, SolutionCandidate, best_first
-from mlflow_agentic.engine.after.ensemble import MAX_MEMBERS, blend, select_ensemble
+from mlflow_agentic.engine.after.ensemble import (
+    MAX_MEMBERS,
+    EnsembleChoice,
+    NestedScore,
+    blend,
+    select_ensemble,
+)
 from mlflow_agentic.engine.after.selection import beats_choosing, diverse_first
-from mlflow_agentic.engine.after.stacking import select_stack
+from mlflow_agentic.engine.after.stacking import StackChoice, select_stack
 from mlflow_agentic.trainers.stacked import stack_features, stack_output
 
 if TYPE_CHECKING:
     from mlflow_agentic.core.observer import SearchContext
+    from mlflow_agentic.core.settings import SearchSettings
     from mlflow_agentic.engine.search.loop import AgenticAutoML
 
+Choice = TypeVar("Choice", bound=NestedScore)
+"""What a step chooses: an ensemble's or a stack's members, with their nested score."""
 
-def combining_steps(settings) -> list:
+
+def combining_steps(settings: SearchSettings) -> list[CombiningStep]:
     """The steps ``settings`` ask for after the loop: the ensemble, then the stack (which only
     comes with the ensemble: ``--no-ensemble`` means one model, served alone)."""
     if not settings.ensemble:
@@ -32,13 +42,14 @@ def combining_steps(settings) -> list:
     return [EnsembleStep(), StackStep()] if settings.stack else [EnsembleStep()]
 
 
-class CombiningStep:
+class CombiningStep(Generic[Choice]):
     """A candidate made of the best verified attempts' out-of-fold predictions, its CV score
     nested (nothing chosen on the fold it is scored on), verified like any attempt. Subclasses
     say how they combine (``choose``), what they record (``describe``) and what they predict
     on the holdout from the members' predictions there (``combined``)."""
 
-    def choose(self, loop: AgenticAutoML, ctx: SearchContext, pool: list[AttemptRecord]):
+    def choose(self, loop: AgenticAutoML, ctx: SearchContext,
+               pool: list[AttemptRecord]) -> Choice | None:
         raise NotImplementedError
 
     def standing(self, loop: AgenticAutoML, ctx: SearchContext,
@@ -47,10 +58,11 @@ class CombiningStep:
         budget keeps back their refit), or None when that is not known ahead."""
         return None
 
-    def describe(self, choice, members: list[AttemptRecord]) -> SolutionCandidate:
+    def describe(self, choice: Choice, members: list[AttemptRecord]) -> SolutionCandidate:
         raise NotImplementedError
 
-    def combined(self, choice, outputs: list, ctx: SearchContext):
+    def combined(self, choice: Choice, outputs: list[np.ndarray],
+                 ctx: SearchContext) -> np.ndarray:
         raise NotImplementedError
 
     def __call__(self, loop: AgenticAutoML, ctx: SearchContext,
@@ -123,20 +135,22 @@ class StandingEnsemble:
         return self.members
 
 
-class EnsembleStep(CombiningStep):
+class EnsembleStep(CombiningStep[EnsembleChoice]):
     """Greedy ensemble selection: the members' weighted average (``engine.ensemble``)."""
 
     name = ENSEMBLE
 
-    def choose(self, loop, ctx, pool):
+    def choose(self, loop: AgenticAutoML, ctx: SearchContext,
+               pool: list[AttemptRecord]) -> EnsembleChoice | None:
         return select_ensemble([(a.index, loop.oof[a.index]) for a in pool],
-                               ctx.dataset.y.to_numpy(), loop.runner.folds.splits, ctx.metric,
+                               ctx.dataset.y.to_numpy(), loop.batches.folds.splits, ctx.metric,
                                tuple(ctx.dataset.classes))
 
-    def standing(self, loop, ctx, history):
+    def standing(self, loop: AgenticAutoML, ctx: SearchContext,
+                 history: list[AttemptRecord]) -> Callable[[], list[int]]:
         return StandingEnsemble(self, loop, ctx, history)
 
-    def describe(self, choice, members):
+    def describe(self, choice: EnsembleChoice, members: list[AttemptRecord]) -> SolutionCandidate:
         return SolutionCandidate(
             ENSEMBLE, {"members": list(choice.members),
                        "weights": [round(w, 4) for w in choice.weights],
@@ -145,21 +159,23 @@ class EnsembleStep(CombiningStep):
             + ", ".join(f"{m.index} ({m.candidate.trainer}, weight {w:.2f})"
                         for m, w in zip(members, choice.weights, strict=True)))
 
-    def combined(self, choice, outputs, ctx):
+    def combined(self, choice: EnsembleChoice, outputs: list[np.ndarray],
+                 ctx: SearchContext) -> np.ndarray:
         return blend(outputs, choice.weights)
 
 
-class StackStep(CombiningStep):
+class StackStep(CombiningStep[StackChoice]):
     """A linear stacker over the members' outputs (``engine.stacking``)."""
 
     name = STACK
 
-    def choose(self, loop, ctx, pool):
+    def choose(self, loop: AgenticAutoML, ctx: SearchContext,
+               pool: list[AttemptRecord]) -> StackChoice | None:
         return select_stack([(a.index, loop.oof[a.index]) for a in pool],
-                            ctx.dataset.y.to_numpy(), loop.runner.folds.splits, ctx.metric,
+                            ctx.dataset.y.to_numpy(), loop.batches.folds.splits, ctx.metric,
                             tuple(ctx.dataset.classes), ctx.dataset.task, loop.settings.seed)
 
-    def describe(self, choice, members):
+    def describe(self, choice: StackChoice, members: list[AttemptRecord]) -> SolutionCandidate:
         return SolutionCandidate(
             STACK, {"members": list(choice.members), "coef": [list(r) for r in choice.coef],
                     "intercept": list(choice.intercept),
@@ -167,6 +183,7 @@ class StackStep(CombiningStep):
             f"stacking: {choice.method} over the out-of-fold predictions of attempts "
             + ", ".join(f"{m.index} ({m.candidate.trainer})" for m in members))
 
-    def combined(self, choice, outputs, ctx):
+    def combined(self, choice: StackChoice, outputs: list[np.ndarray],
+                 ctx: SearchContext) -> np.ndarray:
         return stack_output(stack_features(outputs, ctx.dataset.task), np.asarray(choice.coef),
                             np.asarray(choice.intercept), ctx.dataset.task)
