@@ -16,7 +16,7 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from mlflow_agentic.sandbox import cleanup
 from mlflow_agentic.sandbox.harness import READY
@@ -77,6 +77,15 @@ class Limits:
 
     def tags(self) -> dict[str, str]:
         return {f"sandbox.{k}": str(v) for k, v in asdict(self).items()}
+
+
+class Sandbox(Protocol):
+    """Where a code candidate's job runs: a container (``DockerSandbox``) or, trusted, this
+    machine (``HostSandbox``)."""
+
+    def check(self) -> Sandbox: ...
+
+    def run(self, job: SandboxJob) -> SandboxResult: ...
 
 
 class DockerSandbox:

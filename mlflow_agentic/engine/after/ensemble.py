@@ -10,11 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from mlflow_agentic.core.metrics import Metric, one_vs_rest, rank_auc, rank_aucs
 from mlflow_agentic.engine.evaluate.folds import score_output
+
+if TYPE_CHECKING:
+    from mlflow_agentic.engine.evaluate.cv import Splits
 
 ROUNDS = 20
 MAX_MEMBERS = 8
@@ -111,7 +115,7 @@ def greedy_weights(outputs: Sequence[np.ndarray], y, rows, metric: Metric, class
     return counts
 
 
-def select_ensemble(candidates: Sequence[tuple[int, np.ndarray]], y, splits, metric: Metric,
+def select_ensemble(candidates: Sequence[tuple[int, np.ndarray]], y, splits: Splits, metric: Metric,
                     classes: tuple, rounds: int = ROUNDS) -> EnsembleChoice | None:
     """Choose an ensemble of ``candidates`` (attempt index, OOF output); None if it is one
     member (that is the single model itself) or there are fewer than two candidates."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -21,6 +22,9 @@ from mlflow_agentic.core.types import is_regression
 from mlflow_agentic.engine.after.ensemble import NestedScore
 from mlflow_agentic.engine.evaluate.folds import score_output
 from mlflow_agentic.trainers.stacked import stack_features, stack_output
+
+if TYPE_CHECKING:
+    from mlflow_agentic.engine.evaluate.cv import Splits
 
 MAX_FIT_ROWS = 100_000
 C = 1.0
@@ -60,7 +64,7 @@ def fit_stacker(features: np.ndarray, y: np.ndarray, task: str, n_classes: int,
     return model.coef_, model.intercept_
 
 
-def select_stack(candidates: Sequence[tuple[int, np.ndarray]], y, splits, metric: Metric,
+def select_stack(candidates: Sequence[tuple[int, np.ndarray]], y, splits: Splits, metric: Metric,
                  classes: tuple, task: str, seed: int = 0) -> StackChoice | None:
     """A stacker over ``candidates`` (attempt index, OOF output) with its nested CV score; None
     with fewer than two candidates or when a fold lacks a class."""

@@ -9,6 +9,7 @@ LLM-written code runs on the host."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -20,13 +21,20 @@ from mlflow_agentic.sandbox.job import SandboxFailed, SandboxJob, SandboxResult
 from mlflow_agentic.sandbox.model import SandboxedModel
 from mlflow_agentic.sandbox.runners import run_all
 
+if TYPE_CHECKING:
+    from mlflow_agentic.core.metrics import Metric
+    from mlflow_agentic.core.types import AttemptRecord, SolutionCandidate
+    from mlflow_agentic.data import Dataset
+    from mlflow_agentic.engine.evaluate.cv import Splits
+    from mlflow_agentic.sandbox.runners import Sandbox
+
 CODE = "code"
 """The trainer name of a code-mode attempt (not in the registry: the candidate is its code)."""
 EXAMPLE_ROWS = 5
 """Training rows the refit container also predicts: the logged model's input example."""
 
 
-def input_step(dataset, dropped: Sequence[str] = ()):
+def input_step(dataset: Dataset, dropped: Sequence[str] = ()):
     """``Pipeline(inputs, features)``, fitted: the raw columns a request may send, and the
     feature columns the candidate reads (``dropped``: removed by the critic's pivot)."""
     from sklearn.pipeline import Pipeline
@@ -40,17 +48,18 @@ def input_step(dataset, dropped: Sequence[str] = ()):
                      ("features", CodeInputs(kept, numeric))]).fit(dataset.X)
 
 
-def dropped_columns(candidate) -> list[str]:
+def dropped_columns(candidate: SolutionCandidate) -> list[str]:
     """The columns a code candidate runs without (the critic's pivot), from its params."""
     value = (getattr(candidate, "params", None) or {}).get("dropped_columns") or "none"
     return [] if value == "none" else [c for c in str(value).split(",") if c]
 
 
-def classes_of(dataset) -> tuple:
+def classes_of(dataset: Dataset) -> tuple:
     return tuple(dataset.classes) if is_classification(dataset.task) else ()
 
 
-def evaluate_code(sandbox, dataset, splits, metric, code: str, dropped: Sequence[str] = (),
+def evaluate_code(sandbox: Sandbox | None, dataset: Dataset, splits: Splits, metric: Metric,
+                  code: str, dropped: Sequence[str] = (),
                   parallel: int = 1) -> tuple[Outcome, SandboxResult]:
     """Run ``code`` in ``sandbox`` (``DockerSandbox`` or ``HostSandbox``), one job per fold
     (``parallel`` at a time); a failure in any fold is the outcome's error, with its stage."""
@@ -81,9 +90,12 @@ def evaluate_code(sandbox, dataset, splits, metric, code: str, dropped: Sequence
                    oof=oof), result
 
 
-def refit_code(sandbox, dataset, code: str, dropped: Sequence[str] = ()) -> SandboxedModel:
+def refit_code(sandbox: Sandbox | None, dataset: Dataset, code: str,
+               dropped: Sequence[str] = ()) -> SandboxedModel:
     """The selected candidate refit on all training rows in a fresh container; the host keeps
     the pickle as bytes. The container also predicts the first rows (the input example)."""
+    if sandbox is None:
+        raise SandboxFailed("a code-mode candidate is refit in its sandbox: none was given")
     inputs = input_step(dataset, dropped)
     features = inputs.transform(dataset.X)
     example = dataset.X.head(EXAMPLE_ROWS)
@@ -92,6 +104,8 @@ def refit_code(sandbox, dataset, code: str, dropped: Sequence[str] = ()) -> Sand
                                     rows=inputs.transform(example)))
     if not result.ok:
         raise SandboxFailed(f"the sandbox refit failed at {result.stage}: {result.error}")
+    if result.model_bytes is None or result.predictions is None:
+        raise SandboxFailed("the sandbox refit returned no model or no predictions")
     model = SandboxedModel(sandbox, code, result.model_bytes, inputs, dataset.task,
                            classes_of(dataset), result.features)
     model.remember(example, result.predictions)
@@ -115,7 +129,7 @@ def sandbox_artifacts(result: SandboxResult) -> dict[str, str]:
     return files
 
 
-def code_plan(candidate, sandbox):
+def code_plan(candidate: SolutionCandidate, sandbox: Sandbox | None):
     """A code candidate ready for the sandbox, or failed already (no sandbox, no code)."""
     from mlflow_agentic.engine.evaluate.outcome import Planned
 
@@ -130,7 +144,7 @@ def code_plan(candidate, sandbox):
     return plan
 
 
-def submitted(proposer: CodeModeProposer, history, top):
+def submitted(proposer: CodeModeProposer, history: list[AttemptRecord], top):
     """``(selected, note)``: the submitter's choice when it is a verified, not quarantined
     attempt of this search; else the best verified CV attempt ``top``, and the note says why."""
     if not any(a.selectable for a in history):

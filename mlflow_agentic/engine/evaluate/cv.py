@@ -7,7 +7,9 @@ order, so no model is scored on rows older than its training rows.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from sklearn.model_selection import (
@@ -22,6 +24,13 @@ from mlflow_agentic.core.errors import UserInputError
 from mlflow_agentic.core.settings import CV_SCHEMES
 from mlflow_agentic.core.types import is_classification, is_regression
 
+if TYPE_CHECKING:
+    from mlflow_agentic.data import Dataset
+
+
+Splits = list[tuple[np.ndarray, np.ndarray]]
+"""Fixed (train row positions, test row positions) pairs, one per fold."""
+
 
 @dataclass(frozen=True)
 class CVAdvice:
@@ -29,7 +38,7 @@ class CVAdvice:
     reason: str
 
 
-def advise_cv(dataset) -> CVAdvice:
+def advise_cv(dataset: Dataset) -> CVAdvice:
     """Group when groups are known, time order when a time column is, else (stratified) K-fold."""
     if dataset.group_column is not None:
         return CVAdvice("group", f"group column {dataset.group_column!r}: whole groups per fold")
@@ -44,7 +53,7 @@ def advise_cv(dataset) -> CVAdvice:
                                   "class balance in every fold")
 
 
-def resolve_scheme(dataset, scheme: str | None) -> tuple[str, str]:
+def resolve_scheme(dataset: Dataset, scheme: str | None) -> tuple[str, str]:
     """The scheme to use and why (``auto`` follows the advice)."""
     if scheme in (None, "", "auto"):
         advice = advise_cv(dataset)
@@ -60,7 +69,7 @@ def resolve_scheme(dataset, scheme: str | None) -> tuple[str, str]:
     return scheme, "chosen by the user (overrides the advice)"
 
 
-def cv_groups(dataset) -> np.ndarray:
+def cv_groups(dataset: Dataset) -> np.ndarray:
     if dataset.group_column is not None:
         return dataset.frame[dataset.group_column].astype(str).to_numpy()
     return np.asarray(dataset.cv_groups)
@@ -70,21 +79,22 @@ class FixedSplits:
     """Precomputed (train, test) index pairs, as an sklearn splitter: hand the same folds to
     several searches (a comparison) so every proposer is judged on identical data."""
 
-    def __init__(self, splits, scheme: str, reason: str) -> None:
+    def __init__(self, splits: Iterable[tuple[Any, Any]], scheme: str, reason: str) -> None:
         self.splits = [(np.asarray(tr), np.asarray(te)) for tr, te in splits]
         self.scheme = scheme
         self.reason = reason
 
     @classmethod
-    def for_dataset(cls, dataset, cv: int, random_state: int = 0, scheme: str = "auto"
+    def for_dataset(cls, dataset: Dataset, cv: int, random_state: int = 0, scheme: str = "auto"
                     ) -> FixedSplits:
         resolved, reason = resolve_scheme(dataset, scheme)
         return cls(make_splits(dataset, cv, random_state, resolved), resolved, reason)
 
-    def get_n_splits(self, X=None, y=None, groups=None) -> int:
+    def get_n_splits(self, X: Any = None, y: Any = None, groups: Any = None) -> int:
         return len(self.splits)
 
-    def split(self, X=None, y=None, groups=None):
+    def split(self, X: Any = None, y: Any = None,
+              groups: Any = None) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         yield from self.splits
 
 
@@ -94,7 +104,7 @@ class KnownFolds:
     takes them instead of building the same folds again: grouped folds over many near-duplicate
     clusters take a second or more, which a 20 s budget feels."""
 
-    splits: list[tuple[np.ndarray, np.ndarray]]
+    splits: Splits
     cv: int
     random_state: int
     scheme: str
@@ -102,12 +112,12 @@ class KnownFolds:
     groups: np.ndarray | None
 
     @classmethod
-    def of(cls, dataset, cv: int, random_state: int, scheme: str,
-           splits: list[tuple[np.ndarray, np.ndarray]]) -> KnownFolds:
+    def of(cls, dataset: Dataset, cv: int, random_state: int, scheme: str,
+           splits: Splits) -> KnownFolds:
         groups = cv_groups(dataset) if scheme == "group" else None
         return cls(splits, cv, random_state, scheme, dataset.y.to_numpy(), groups)
 
-    def same(self, dataset, cv, random_state: int, scheme: str) -> bool:
+    def same(self, dataset: Dataset, cv: Any, random_state: int, scheme: str) -> bool:
         """Whether ``make_splits(dataset, cv, random_state, scheme)`` would build these folds:
         the same settings and rows (target, and groups for the group scheme; never time order)."""
         return (scheme != "time" and (cv, random_state, scheme) == (self.cv, self.random_state,
@@ -116,8 +126,8 @@ class KnownFolds:
                 and (self.groups is None or np.array_equal(cv_groups(dataset), self.groups)))
 
 
-def make_splits(dataset, cv, random_state: int = 0, scheme: str = "auto",
-                known: KnownFolds | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
+def make_splits(dataset: Dataset, cv: Any, random_state: int = 0, scheme: str = "auto",
+                known: KnownFolds | None = None) -> Splits:
     """Fixed (train, test) index pairs shared by the baseline and every candidate.
 
     ``cv`` is a fold count (used with ``scheme``) or any sklearn splitter; ``known``: folds
@@ -150,7 +160,10 @@ def make_splits(dataset, cv, random_state: int = 0, scheme: str = "auto",
     if scheme == "time":
         from mlflow_agentic.data.split import parse_time
 
-        times = parse_time(dataset.frame[dataset.time_column], dataset.time_column)
+        column = dataset.time_column
+        if column is None:
+            raise UserInputError("--cv-scheme time needs --time-column")
+        times = parse_time(dataset.frame[column], column)
         order = np.argsort(times.fillna(times.min()).to_numpy(), kind="stable")
         return [(order[tr], order[te]) for tr, te in TimeSeriesSplit(n_splits=k).split(order)]
     if scheme == "group":

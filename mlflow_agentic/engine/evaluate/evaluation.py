@@ -5,14 +5,18 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
+from sklearn.dummy import DummyClassifier, DummyRegressor
 
 from mlflow_agentic.core.metrics import Metric
 from mlflow_agentic.core.types import is_regression
 from mlflow_agentic.engine.evaluate.folds import model_output
+
+if TYPE_CHECKING:
+    from mlflow_agentic.data import Dataset
 
 
 @dataclass(frozen=True)
@@ -29,14 +33,15 @@ class CVResult:
         return float(np.std(self.fold_scores))
 
 
-def predict_outputs(model, X: pd.DataFrame, metric: Metric, classes: tuple):
+def predict_outputs(model: Any, X: pd.DataFrame, metric: Metric,
+                    classes: tuple) -> tuple[np.ndarray | None, np.ndarray | None]:
     """``(y_pred, proba)`` with proba columns aligned to ``classes`` (absent classes: zeros)."""
     if not metric.needs_proba:
         return np.asarray(model.predict(X)), None
     return None, model_output(model, X, tuple(classes), classification=True)
 
 
-def cross_validate(build: Callable[[], Any], dataset, splits: Sequence, metric: Metric,
+def cross_validate(build: Callable[[], Any], dataset: Dataset, splits: Sequence, metric: Metric,
                    ) -> CVResult:
     """Fit ``build()`` on each train fold, score on its test fold. Exceptions propagate."""
     X, y = dataset.X, dataset.y
@@ -51,10 +56,8 @@ def cross_validate(build: Callable[[], Any], dataset, splits: Sequence, metric: 
     return CVResult(tuple(float(s) for s in scores), fit_seconds)
 
 
-def baseline_model(task: str):
+def baseline_model(task: str) -> DummyClassifier | DummyRegressor:
     """The trivial model every candidate must beat: class prior, or the training mean."""
-    from sklearn.dummy import DummyClassifier, DummyRegressor
-
     if is_regression(task):
         return DummyRegressor(strategy="mean")
     return DummyClassifier(strategy="prior")

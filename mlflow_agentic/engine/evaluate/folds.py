@@ -12,8 +12,10 @@ import shutil
 import threading
 import time
 import weakref
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -24,6 +26,10 @@ from mlflow_agentic.core.metrics import Metric
 from mlflow_agentic.engine.evaluate import spill as disk
 from mlflow_agentic.engine.evaluate.spill import SPILL_BYTES, ship, spill_folder
 from mlflow_agentic.trainers.preprocessing import build_preprocessor
+
+if TYPE_CHECKING:
+    from mlflow_agentic.data import Dataset
+    from mlflow_agentic.engine.workers.parallel import WorkerPool
 
 
 @dataclass(frozen=True)
@@ -59,7 +65,7 @@ class FoldMatrices:
             files.append(path)
         return _mapped(tuple(files))
 
-    def __reduce_ex__(self, protocol):
+    def __reduce_ex__(self, protocol: Any) -> tuple:
         if self.files is None:
             return FoldMatrices, self._arrays()
         return _mapped, (self.files,)
@@ -82,7 +88,8 @@ class FoldData:
     engine never has their labels).
     """
 
-    def __init__(self, dataset, splits, extra_X: pd.DataFrame | None = None,
+    def __init__(self, dataset: Dataset, splits: Iterable[tuple[Any, Any]],
+                 extra_X: pd.DataFrame | None = None,
                  spill: bool = False) -> None:
         self.dataset = dataset
         self.spill_to = spill_folder() if spill else None
@@ -104,7 +111,8 @@ class FoldData:
         """Per style: one fold's preprocessing, timed where it ran (what a refit repeats)."""
 
     @classmethod
-    def for_pool(cls, dataset, splits, extra_X, pool) -> FoldData:
+    def for_pool(cls, dataset: Dataset, splits: Iterable[tuple[Any, Any]],
+                 extra_X: pd.DataFrame | None, pool: WorkerPool) -> FoldData:
         """Big folds go to files the workers map when the workers are on this machine."""
         return cls(dataset, splits, extra_X, spill=pool.n_jobs > 1 and pool.backend == "local")
 
@@ -135,7 +143,7 @@ class FoldData:
             pipelines.append(Pipeline([*steps.steps, ("model", model)]))
         return pipelines
 
-    def _fold_steps(self, style: str, k: int):
+    def _fold_steps(self, style: str, k: int) -> Any:
         key = f"{style}-{k}"
         if self._steps.get(key) is None:
             self._steps[key] = disk.load(disk.steps_file(self.spill_to, key))
@@ -171,7 +179,8 @@ class FoldData:
         """True when ``style``'s folds are preprocessed (``matrices`` returns at once)."""
         return style in self._cache
 
-    def prepare(self, styles, pool, deadline: float | None = None) -> None:
+    def prepare(self, styles: Iterable[str], pool: WorkerPool,
+                deadline: float | None = None) -> None:
         """Preprocess the missing ``styles``, every (style, fold) a task on ``pool``, styles in
         the order given. At ``deadline`` (a ``time.perf_counter()`` value) what is still
         running is stopped and the styles not finished stay unprepared: a wide table's
@@ -200,7 +209,8 @@ class FoldData:
         self.preprocess_seconds += time.perf_counter() - start
 
 
-def preprocess_fold(dataset, style: str, train, test, extra_X=None, spill_to: str | None = None,
+def preprocess_fold(dataset: Dataset, style: str, train: np.ndarray, test: np.ndarray,
+                    extra_X: pd.DataFrame | None = None, spill_to: str | None = None,
                     name: str = "fold", spill_bytes: int = SPILL_BYTES) -> FoldMatrices:
     """Fit the ``style`` preprocessing on the fold's training rows; transform its rows (a worker
     task: the fitted preprocessor stays in the worker, the matrices come back, or only their
@@ -217,14 +227,14 @@ def preprocess_fold(dataset, style: str, train, test, extra_X=None, spill_to: st
                         extra).spill(spill_to, name, spill_bytes)
 
 
-def timed_preprocess(*args) -> tuple[float, FoldMatrices]:
+def timed_preprocess(*args: Any) -> tuple[float, FoldMatrices]:
     """``preprocess_fold`` and its seconds, timed where it ran (a worker task)."""
     start = time.perf_counter()
     matrices = preprocess_fold(*args)
     return time.perf_counter() - start, matrices
 
 
-def _dense(matrix) -> np.ndarray:
+def _dense(matrix: Any) -> np.ndarray:
     if hasattr(matrix, "toarray"):
         matrix = matrix.toarray()
     return np.ascontiguousarray(np.asarray(matrix, dtype=float))
@@ -241,7 +251,7 @@ class FoldOutput:
     extra: np.ndarray | None
 
 
-def fit_fold(model, fold: FoldMatrices, classes: tuple, classification: bool,
+def fit_fold(model: Any, fold: FoldMatrices, classes: tuple, classification: bool,
              keep: str | None = None) -> FoldOutput:
     """Fit ``model`` on the fold's training matrix; predict its test rows and the extra rows.
 
@@ -259,7 +269,7 @@ def fit_fold(model, fold: FoldMatrices, classes: tuple, classification: bool,
     return output
 
 
-def model_output(model, X, classes: tuple, classification: bool) -> np.ndarray:
+def model_output(model: Any, X: Any, classes: tuple, classification: bool) -> np.ndarray:
     """Probabilities aligned to ``classes`` (absent classes: zeros), or regression predictions.
     A classifier without ``predict_proba`` gives one-hot rows of its labels."""
     if not classification:
@@ -277,7 +287,7 @@ def model_output(model, X, classes: tuple, classification: bool) -> np.ndarray:
     return proba
 
 
-def score_output(metric: Metric, y_true, output: np.ndarray, classes: tuple) -> float:
+def score_output(metric: Metric, y_true: Any, output: np.ndarray, classes: tuple) -> float:
     """The metric from a model output: labels are the most probable class."""
     y_true = np.asarray(y_true)
     if output.ndim == 1:

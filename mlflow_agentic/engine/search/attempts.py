@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import traceback
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -16,8 +17,14 @@ from mlflow_agentic.engine.evaluate.code import CODE, code_plan
 from mlflow_agentic.engine.evaluate.outcome import Outcome, Planned
 from mlflow_agentic.trainers.registry import get_trainer
 
+if TYPE_CHECKING:
+    from mlflow_agentic.core.observer import SearchContext
+    from mlflow_agentic.data import Dataset
+    from mlflow_agentic.sandbox.runners import Sandbox
 
-def plan_attempt(candidate, index: int, dataset, trainers: Sequence[str], sandbox,
+
+def plan_attempt(candidate: SolutionCandidate, index: int, dataset: Dataset,
+                 trainers: Sequence[str], sandbox: Sandbox | None,
                  restored: Mapping) -> Planned:
     """What the batch runner fits for ``candidate``; a finished attempt of a killed search
     (``restored``) is checked to be the same candidate and stands in for running it."""
@@ -33,7 +40,8 @@ def plan_attempt(candidate, index: int, dataset, trainers: Sequence[str], sandbo
     return plan
 
 
-def trainer_plan(candidate, dataset, trainers: Sequence[str]) -> Planned:
+def trainer_plan(candidate: SolutionCandidate, dataset: Dataset,
+                 trainers: Sequence[str]) -> Planned:
     try:
         candidate = check_candidate(candidate, trainers)
         trainer = get_trainer(candidate.trainer)
@@ -46,7 +54,7 @@ def trainer_plan(candidate, dataset, trainers: Sequence[str]) -> Planned:
                        traceback=traceback.format_exc())
 
 
-def check_candidate(candidate, allowed: Sequence[str]) -> SolutionCandidate:
+def check_candidate(candidate: SolutionCandidate, allowed: Sequence[str]) -> SolutionCandidate:
     """A proposer's output, checked: the right type, an allowed trainer, params a mapping."""
     if isinstance(candidate, dict):
         try:
@@ -63,7 +71,7 @@ def check_candidate(candidate, allowed: Sequence[str]) -> SolutionCandidate:
     return candidate
 
 
-def attempt_record(ctx, index: int, plan: Planned, outcome: Outcome, phase: str, *,
+def attempt_record(ctx: SearchContext, index: int, plan: Planned, outcome: Outcome, phase: str, *,
                    proposer: str, verifier, elapsed: float) -> AttemptRecord:
     """The record of one attempt: failed, pruned, or scored and verified against the
     baseline. A non-finite CV score is a failure, never a stored number."""

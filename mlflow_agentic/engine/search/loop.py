@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from mlflow_agentic.core.dataset_like import DatasetLike
 from mlflow_agentic.core.deadline import Deadline
 from mlflow_agentic.core.metrics import resolve_metric
 from mlflow_agentic.core.observer import Observers, SearchContext, SearchObserver
@@ -50,6 +50,9 @@ from mlflow_agentic.engine.search.restore import Restored
 from mlflow_agentic.engine.workers.parallel import WorkerPool, resolve_n_jobs, workers_that_fit
 from mlflow_agentic.trainers.registry import resolve_trainers
 from mlflow_agentic.verify.verifier import DeterministicVerifier
+
+if TYPE_CHECKING:
+    from mlflow_agentic.data import Dataset
 
 
 class AgenticAutoML:
@@ -99,8 +102,9 @@ class AgenticAutoML:
         self.pool = WorkerPool(1)
         """The search's workers (``solve`` starts them; a refit after it asks ``refit_pool``)."""
 
-    def solve(self, dataset: DatasetLike) -> EngineeringRun:
-        """Run the search on ``dataset`` (all of whose rows are training rows)."""
+    def solve(self, dataset: Dataset) -> EngineeringRun:
+        """Run the search on ``dataset`` (all of whose rows are training rows; its folds read
+        what ``DatasetLike`` does not say: groups, time order, excluded columns)."""
         self.budget.start()
         self.oof, self.extras = {}, {}
         context, splits = self._context(dataset)
@@ -126,7 +130,7 @@ class AgenticAutoML:
             raise
         return run
 
-    def _context(self, dataset) -> tuple[SearchContext, list]:
+    def _context(self, dataset: Dataset) -> tuple[SearchContext, list]:
         """What is fixed for the whole search: metric, trainers, folds, the baseline."""
         s = self.settings
         metric = resolve_metric(s.metric, dataset.task)
@@ -237,7 +241,8 @@ class AgenticAutoML:
             selection_note="; ".join(n for n in (why if best is top else "", note) if n),
             bagged=bag, served_rows=ctx.dataset.n_rows if model is not None else 0)
 
-    def _propose(self, ctx, history, iterations: int, patience_left: int | None
+    def _propose(self, ctx: SearchContext, history: list[AttemptRecord], iterations: int,
+                 patience_left: int | None
                  ) -> tuple[list, StopReason | None]:
         """Up to one batch of candidates, within the iteration and attempt budgets."""
         n = self.budget.batch(self.proposer.batch_size, iterations, len(history), patience_left)
@@ -289,7 +294,8 @@ class AgenticAutoML:
         self.batches.run(plans, self.budget.attempts_end(), done, on_submitted=started)
         return records
 
-    def _keep_outputs(self, record: AttemptRecord, outcome: Outcome, history, style) -> None:
+    def _keep_outputs(self, record: AttemptRecord, outcome: Outcome,
+                      history: list[AttemptRecord], style: str | None) -> None:
         """What later steps need of an attempt: its out-of-fold and extra-row predictions (to
         blend), the best attempts' fold models (to serve averaged), its refit's cost."""
         folds = self.batches.folds

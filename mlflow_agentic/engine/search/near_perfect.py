@@ -8,7 +8,7 @@ below when the score came from those columns."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -17,6 +17,9 @@ from mlflow_agentic.core.observer import SearchContext
 from mlflow_agentic.engine.evaluate.evaluation import cross_validate
 from mlflow_agentic.verify import leakage
 from mlflow_agentic.verify.verifier import DeterministicVerifier, Scorer
+
+if TYPE_CHECKING:
+    from mlflow_agentic.data import Dataset
 
 PROBE_TRAINER = "hist_gradient_boosting"
 """The model fitted without the suspect columns: sturdy on any table, with its defaults."""
@@ -29,7 +32,8 @@ PROBE_ROWS = 5_000
 SUSPECT_CHECKS = ("single_feature", "missing_separation")
 
 
-def verifier_for(dataset, splits: Sequence, context: SearchContext) -> DeterministicVerifier:
+def verifier_for(dataset: Dataset, splits: Sequence,
+                 context: SearchContext) -> DeterministicVerifier:
     """The search's verifier: at a near-perfect score it asks whether it is earned."""
     findings = None if context.briefing is None else context.briefing.findings
     return DeterministicVerifier(context.search.margin, earned=NearPerfect(
@@ -44,7 +48,7 @@ class NearPerfect:
     linear model reaches it where trees cannot). Each family is probed once, at its first
     near-perfect score."""
 
-    def __init__(self, dataset, splits: Sequence, metric: Metric, baseline: float,
+    def __init__(self, dataset: Dataset, splits: Sequence, metric: Metric, baseline: float,
                  findings: Sequence[leakage.Finding] | None, seed: int = 0) -> None:
         self.dataset, self.splits, self.metric, self.baseline = dataset, splits, metric, baseline
         self.findings, self.seed = findings, seed
@@ -65,7 +69,7 @@ class NearPerfect:
         return None
 
 
-def suspects(dataset, findings: Sequence[leakage.Finding] | None) -> list[str]:
+def suspects(dataset: Dataset, findings: Sequence[leakage.Finding] | None) -> list[str]:
     """The features a leak could hide in: those with a single-feature or missing-value
     finding (a warning or worse), from the briefing when there is one."""
     if findings is None:
@@ -79,7 +83,7 @@ def suspects(dataset, findings: Sequence[leakage.Finding] | None) -> list[str]:
     return sorted(found)
 
 
-def _separates_few(dataset, column: str) -> bool:
+def _separates_few(dataset: Dataset, column: str) -> bool:
     """A multiclass column that separates some classes from the rest, not all of them: with
     32 leaf species, most shape columns single out one species (the finding's maximum), as
     learning does; a leak encodes the target, every class (the mean over classes)."""
@@ -88,7 +92,7 @@ def _separates_few(dataset, column: str) -> bool:
                                < leakage.SINGLE_FEATURE_AUC_WARNING)
 
 
-def earned_without_suspects(dataset, splits: Sequence, metric: Metric, baseline: float,
+def earned_without_suspects(dataset: Dataset, splits: Sequence, metric: Metric, baseline: float,
                             findings: Sequence[leakage.Finding] | None, seed: int = 0, *,
                             trainer: str = PROBE_TRAINER,
                             params: Mapping[str, Any] = PROBE_PARAMS) -> str | None:

@@ -14,13 +14,18 @@ import contextlib
 import math
 import os
 import sys
+import threading
 import warnings
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from mlflow_agentic.core.errors import UserInputError
+
+E = TypeVar("E")
+"""An estimator, handed back as it came."""
+R = TypeVar("R")
 
 THREAD_PARAMS = ("n_jobs", "thread_count", "nthread")
 """Estimator parameters that set a model's own thread count (sklearn, catboost, xgboost)."""
@@ -127,7 +132,7 @@ def available_memory(cgroup_root: Path = CGROUP_ROOT) -> int | None:
     return None
 
 
-def single_threaded(estimator, threads: int = 1):
+def single_threaded(estimator: E, threads: int = 1) -> E:
     """Set every thread-count parameter of ``estimator`` (nested ones included) to ``threads``.
     Unset ones (None: one thread unless inside a joblib context) are left alone."""
     get_params = getattr(estimator, "get_params", None)
@@ -136,11 +141,11 @@ def single_threaded(estimator, threads: int = 1):
     updates = {k: threads for k, v in get_params(deep=True).items()
                if k.rsplit("__", 1)[-1] in THREAD_PARAMS and v is not None and v != threads}
     if updates:
-        estimator.set_params(**updates)
+        cast(Any, estimator).set_params(**updates)
     return estimator
 
 
-def run_limited(fn: Callable, *args):
+def run_limited(fn: Callable[..., R], *args: Any) -> R:
     """Call ``fn(*args)`` with OpenMP/BLAS limited to one thread in this thread."""
     from threadpoolctl import threadpool_limits
 
@@ -173,7 +178,7 @@ def prestart(n_jobs: int | None, backend: str = "local") -> None:
 _STOPPED_AT_EXIT: set[int] = set()
 
 
-def _kill(executor) -> None:
+def _kill(executor: Any) -> None:
     """Stop an executor and kill its worker processes now. A worker blocked sending a result
     that nobody reads any more (its attempt was cut) would otherwise keep the process from
     exiting: multiprocessing joins its children at exit.
@@ -204,7 +209,7 @@ def _kill(executor) -> None:
             writer.close()
 
 
-def _quiet(manager) -> None:
+def _quiet(manager: threading.Thread) -> None:
     """A killed executor's manager thread may trip over the work it was managing (a
     ``KeyError`` traceback on stderr after a spent budget or a resume): expected, not said.
     Only that thread's exception report is silenced (the hook a thread calls is its own
@@ -214,7 +219,7 @@ def _quiet(manager) -> None:
         manager._invoke_excepthook = lambda thread: None
 
 
-def _stop_at_exit(executor) -> None:
+def _stop_at_exit(executor: Any) -> None:
     """Kill the workers when the interpreter exits, before multiprocessing joins them."""
     import atexit
 
@@ -231,7 +236,6 @@ def watch_parent(parent: int, poll: float = PARENT_POLL_SECONDS) -> None:
     ``parent`` is gone. A loky worker whose parent got SIGKILL otherwise lives on (seen for
     minutes), holding its memory; its resource tracker follows once no worker holds its pipe."""
     import signal
-    import threading
     import time
 
     # Ctrl-C reaches the whole process group: the parent stops the search; a worker that
