@@ -14,7 +14,7 @@ import time
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mlflow_agentic.core.errors import UserInputError
 from mlflow_agentic.core.metrics import resolve_metric
@@ -22,7 +22,7 @@ from mlflow_agentic.core.observer import Observers
 from mlflow_agentic.core.settings import SearchSettings, TrackingOptions
 from mlflow_agentic.core.tracker import Tracker
 from mlflow_agentic.data import Dataset
-from mlflow_agentic.frontdoor.orchestrator import run_search
+from mlflow_agentic.frontdoor.orchestrator import SearchResult, SplitOptions, run_search
 from mlflow_agentic.proposers.factory import (
     CodeOptions,
     LLMOptions,
@@ -40,6 +40,12 @@ from mlflow_agentic.tracking.store import (
 )
 from mlflow_agentic.trainers import resolve_trainers
 
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from mlflow_agentic.core.protocol import CandidateProposer
+    from mlflow_agentic.tracking.resume import ResumePoint
+
 
 def search(
     data: Any,
@@ -48,22 +54,22 @@ def search(
     settings: SearchSettings | None = None,
     tracking: TrackingOptions | None = None,
     proposer: str | Callable[[], Any] = "optuna",
-    split=None,
+    split: SplitOptions | None = None,
     keep_flagged_columns: bool = False,
-    llm=None,
+    llm: LLMOptions | None = None,
     code: CodeOptions | None = None,
     candidates: str | None = None,
     optuna_storage: str | None = None,
     encoding: str | None = None,
     merge_label_variants: bool = False,
     task: str | None = None,
-    resume=None,
-    observers: Sequence = (),
+    resume: str | ResumePoint | None = None,
+    observers: Sequence[Any] = (),
     tracker: Tracker | None = None,
     started: float | None = None,
     say: Callable[[str], None] | None = None,
     **overrides: Any,
-):
+) -> SearchResult:
     """Search ``data`` (a CSV/Parquet path, a DataFrame or a ``Dataset``) for a verified
     model, tracked in MLflow; returns a ``SearchResult`` (the run, the briefing, the holdout
     report, and where MLflow has it: ``run_id``, ``model_uri``, ``model_version``).
@@ -112,8 +118,8 @@ def _code_mode(code: CodeOptions, overrides: dict) -> None:
     overrides["ensemble"] = False
 
 
-def _tracker(tracker: Tracker | None, tracking: TrackingOptions, dataset, resume, say
-             ) -> Tracker:
+def _tracker(tracker: Tracker | None, tracking: TrackingOptions, dataset: Dataset,
+             resume: str | ResumePoint | None, say: Callable[[str], None]) -> Tracker:
     """The tracker (made from ``tracking`` unless given), after the store is checked (a store
     we cannot use is the user's to fix, first); with ``resume``, the killed search it
     continues, read back before anything is sealed or logged."""
@@ -131,8 +137,9 @@ def _tracker(tracker: Tracker | None, tracking: TrackingOptions, dataset, resume
     return tracker
 
 
-def _read(data, target, encoding, merge_label_variants, settings: SearchSettings,
-          say, task: str | None = None) -> Dataset:
+def _read(data: Any, target: str | None, encoding: str | None, merge_label_variants: bool,
+          settings: SearchSettings, say: Callable[[str], None],
+          task: str | None = None) -> Dataset:
     """The data, read and checked, with what was noticed said; the metric checked against its
     task (before anything is logged)."""
     dataset = load_dataset(data, target, encoding, merge_label_variants, task)
@@ -145,8 +152,10 @@ def _read(data, target, encoding, merge_label_variants, settings: SearchSettings
     return dataset
 
 
-def _proposer_factory(proposer, candidates, llm, code, settings: SearchSettings, dataset,
-                      optuna_storage) -> Callable:
+def _proposer_factory(proposer: str | Callable[[], Any], candidates: str | None,
+                      llm: LLMOptions, code: CodeOptions, settings: SearchSettings,
+                      dataset: Dataset, optuna_storage: str | None,
+                      ) -> Callable[[LLMOptions], CandidateProposer]:
     """``make(llm)``: the proposer, built only after the holdout is sealed. What can be
     checked now is (an endpoint that does not answer, a bad candidates or portfolio file:
     before sealing; a fixed list knows nothing of the rows)."""
@@ -170,7 +179,7 @@ def _proposer_factory(proposer, candidates, llm, code, settings: SearchSettings,
 
         starts(settings.portfolio, dataset, trainers)
 
-    def make(llm):
+    def make(llm: LLMOptions) -> CandidateProposer:
         if listed is not None:
             return listed
         return build_proposer(proposer, seed=settings.seed, trainers=trainers,
@@ -180,7 +189,8 @@ def _proposer_factory(proposer, candidates, llm, code, settings: SearchSettings,
     return make
 
 
-def _resume_point(run_id, uri: str, say):
+def _resume_point(run_id: str | ResumePoint, uri: str,
+                  say: Callable[[str], None]) -> ResumePoint:
     """The killed search ``run_id``, read back (or a ``ResumePoint`` already read); refused
     before anything is sealed or logged."""
     import os
@@ -200,7 +210,7 @@ LARGE_CELLS = 5_000_000
 """Rows x columns from which a search says up front what the data's size means."""
 
 
-def size_note(dataset, time_budget: float | None) -> str:
+def size_note(dataset: Dataset, time_budget: float | None) -> str:
     """For a large file: its size and memory, and what the search does about it ('' else)."""
     rows, columns = dataset.frame.shape
     if rows * columns < LARGE_CELLS:
@@ -219,13 +229,12 @@ def _warn(line: str) -> None:
     warnings.warn(line, stacklevel=3)
 
 
-def load_dataset(data, target: str | None, encoding: str | None = None,
+def load_dataset(data: Any, target: str | None, encoding: str | None = None,
                  merge_label_variants: bool = False, task: str | None = None) -> Dataset:
     """``data`` (a path, a DataFrame or a ``Dataset``) as a checked ``Dataset``; ``task``
     (binary, multiclass, regression; default: inferred from the target) for a target the
     inference would read otherwise (scores 0-10 as classes)."""
     import pandas as pd
-
 
     if isinstance(data, Dataset):
         if target is not None and target != data.target:
@@ -246,7 +255,7 @@ def load_dataset(data, target: str | None, encoding: str | None = None,
                          f"{type(data).__name__}")
 
 
-def frame_name(frame, target: str | None) -> str:
+def frame_name(frame: pd.DataFrame, target: str | None) -> str:
     """A DataFrame's name in MLflow (it has no file name): its target and a digest of its
     column names, so an unrelated frame never lands on another frame's model or alias. Pass
     ``register_name`` / ``experiment`` to choose."""

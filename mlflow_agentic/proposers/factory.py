@@ -6,6 +6,7 @@ import importlib.util
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from mlflow_agentic.core.errors import ProposerOutputError, UserInputError
 
@@ -20,7 +21,7 @@ class LLMOptions:
     base_url: str | None = None
     max_cost_usd: float | None = None
     recording: list[dict] | None = None
-    resumed: list[dict] | None = None
+    resumed: Sequence[dict[str, Any]] | None = None
     """A resumed search's recorded calls (``--resume``): replayed first, then the endpoint."""
 
     def __post_init__(self) -> None:
