@@ -9,8 +9,9 @@ import threading
 import time
 import types
 import warnings
+from collections.abc import Iterator
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import cloudpickle
 import mlflow
@@ -22,6 +23,13 @@ from mlflow_agentic.core import labels
 from mlflow_agentic.core.types import is_classification
 from mlflow_agentic.tracking.registry import serving
 from mlflow_agentic.trainers import stacked, transforms
+
+if TYPE_CHECKING:
+    from mlflow.entities.model_registry import ModelVersion
+    from mlflow.models import ModelSignature
+    from mlflow.models.model import ModelInfo
+
+    from mlflow_agentic.core.dataset_like import DatasetLike
 
 BASE_REQUIREMENTS = ("mlflow", "scikit-learn", "cloudpickle", "pandas", "numpy", "scipy")
 DEFAULT_ALIAS = "challenger"
@@ -43,7 +51,7 @@ BY_VALUE = (labels, transforms, stacked, serving)
 
 
 @contextlib.contextmanager
-def _pickle_by_value():
+def _pickle_by_value() -> Iterator[None]:
     """Embed our small modules (transformers, the stacked ensemble, the served wrapper, the
     label rule) in the pickle: the model loads and serves without our package."""
     for module in BY_VALUE:
@@ -56,7 +64,7 @@ def _pickle_by_value():
 
 
 @contextlib.contextmanager
-def quiet_loggers(*names: str, level: int = logging.ERROR):
+def quiet_loggers(*names: str, level: int = logging.ERROR) -> Iterator[None]:
     """MLflow's loggers ``names`` at ``level`` for the block: notes meant for MLflow's own
     users (cloudpickle chosen on purpose, an input-example check, the evaluator's INFO)."""
     loggers = [logging.getLogger(name) for name in names]
@@ -105,7 +113,8 @@ def warm_up() -> threading.Thread:
     return thread
 
 
-def log_model(model, dataset, requirements: tuple[str, ...] = (), name: str = "model"):
+def log_model(model: Any, dataset: DatasetLike, requirements: tuple[str, ...] = (),
+              name: str = "model") -> ModelInfo:
     """Log ``model`` to the active run as a ``ServedModel`` pyfunc (labels, or with
     ``params={"output": "probabilities"}`` the class probabilities too); returns MLflow's
     ``ModelInfo``. A code-mode model (``runs_generated_code``) is logged from its bytes."""
@@ -122,7 +131,7 @@ def log_model(model, dataset, requirements: tuple[str, ...] = (), name: str = "m
 
 
 @contextlib.contextmanager
-def _logging_a_model():
+def _logging_a_model() -> Iterator[None]:
     """cloudpickle is chosen on purpose (the pickle embeds our two small modules, so serving
     needs no package of ours): no warning about it, nor a log line for the example check,
     nor MLflow's schema hints meant for hand-written models."""
@@ -133,14 +142,15 @@ def _logging_a_model():
         yield
 
 
-def _signature(X, predicted, model, dataset):
+def _signature(X: pd.DataFrame, predicted: Any, model: Any,
+               dataset: DatasetLike) -> ModelSignature:
     """The serving signature from the raw columns ``X`` and labels ``predicted``."""
     return serving_signature(infer_signature(X, predicted, params={"output": "label"}), model,
                              dataset)
 
 
-def log_generated_model(model, dataset, requirements: tuple[str, ...] = (),
-                        name: str = "model"):
+def log_generated_model(model: Any, dataset: DatasetLike, requirements: tuple[str, ...] = (),
+                        name: str = "model") -> ModelInfo:
     """A code-mode model (``sandbox.SandboxedModel``), logged without loading it here: the
     candidate's code, its pipeline's pickle as the sandbox made it, and the engine's input step
     are artifacts of a ``GeneratedCodeModel`` pyfunc. The signature's outputs and the input
@@ -176,7 +186,8 @@ def log_generated_model(model, dataset, requirements: tuple[str, ...] = (),
             tags={ev.GENERATED_CODE: "true"})
 
 
-def _save_pyfunc(path, mlflow_model, validate_serving_input: bool = True, **kwargs):
+def _save_pyfunc(path: str, mlflow_model: Any, validate_serving_input: bool = True,
+                 **kwargs: Any) -> None:
     return mlflow.pyfunc.save_model(path=path, mlflow_model=mlflow_model, **kwargs)
 
 
@@ -185,7 +196,8 @@ _PYFUNC_UNCHECKED = types.SimpleNamespace(__name__="mlflow.pyfunc", save_model=_
 check loads the model in this process, and pyfunc's ``save_model`` refuses the keyword."""
 
 
-def serving_signature(signature, model, dataset=None):
+def serving_signature(signature: ModelSignature, model: Any,
+                      dataset: DatasetLike | None = None) -> ModelSignature:
     """What the served model accepts: the raw file columns; numeric columns (and any column not
     plain text) typed ``Any``, because the pipeline coerces them itself: int64, floats with
     missing values and numbers stored as text all pass, whether the caller is a REST request or
@@ -201,17 +213,19 @@ def serving_signature(signature, model, dataset=None):
     optional |= set(getattr(dataset, "excluded_columns", {}) or {})  # never read by the model
     columns = getattr(dataset, "columns", {}) or {}
 
-    def loose(spec) -> bool:
+    def loose(spec: Any) -> bool:
         kind = getattr(columns.get(spec.name), "kind", None)
         return kind == "numeric" or spec.type != DataType.string
 
-    specs = [ColSpec(AnyType() if loose(c) else c.type, c.name, required=c.name not in optional)
-             for c in signature.inputs.inputs]
+    specs: list[Any] = [ColSpec(AnyType() if loose(c) else c.type, c.name,
+                                required=c.name not in optional)
+                        for c in signature.inputs.inputs]
     return ModelSignature(inputs=Schema(specs), outputs=signature.outputs,
                           params=signature.params)
 
 
-def version_of_search(name: str, search_run_id: str, attempt_run_id: str):
+def version_of_search(name: str, search_run_id: str,
+                      attempt_run_id: str) -> ModelVersion | None:
     """The version of ``name`` an earlier, interrupted pass of this search registered from
     this attempt's run (a resume must not register the same result twice), or None."""
     from mlflow.exceptions import MlflowException
@@ -228,7 +242,8 @@ def version_of_search(name: str, search_run_id: str, attempt_run_id: str):
 
 
 def register(model_uri: str, name: str, tags: dict[str, Any], alias: str = DEFAULT_ALIAS,
-             description: str = "", model_description: str = "", existing=None):
+             description: str = "", model_description: str = "",
+             existing: ModelVersion | None = None) -> tuple[ModelVersion, str]:
     """Register ``model_uri`` under ``name`` with evidence tags, and point ``alias`` at it
     unless the version it points at now scores better on the same holdout (same digest and
     metric): two searches finishing in any order leave the alias on the better one. Returns
@@ -298,7 +313,8 @@ def _self_deceived(tags: dict[str, Any]) -> str:
             "its evidence")
 
 
-def _better_holder(client, name: str, alias: str, tags: dict[str, Any]):
+def _better_holder(client: mlflow.MlflowClient, name: str, alias: str,
+                   tags: dict[str, Any]) -> tuple[str, float, float] | None:
     """(version, its score, ours) when the alias's current version beats ``tags`` on the same
     evidence; else None (no holder, other evidence, or ours is at least as good)."""
     from mlflow.exceptions import MlflowException
