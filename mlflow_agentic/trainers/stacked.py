@@ -9,6 +9,7 @@ there: what was scored in CV is what is served.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -71,10 +72,10 @@ class StackedEnsemble(WeightedEnsemble):
                             np.asarray(self.coef, dtype=float),
                             np.asarray(self.intercept, dtype=float), self.task)
 
-    def predict_proba(self, X):
+    def predict_proba(self, X: Any) -> np.ndarray:
         return self._combined(X)
 
-    def predict(self, X):
+    def predict(self, X: Any) -> np.ndarray:
         if self.task == "regression":
             return self._combined(X)
         return labels_of(self._combined(X), self.classes)
