@@ -467,7 +467,32 @@ def report(rows: list[dict], names: list[str], ours: str = OURS) -> str:
     found = regressions(rows)
     lines += ["", "## worse than the previous engine by more than the spread", ""]
     lines += found or ["none (or no previous engine's rows)"]
+    lines += ["", "## where AutoGluon wins by more than the spread: its models", ""]
+    lines += autogluon_wins(rows) or ["none (or no AutoGluon row with its leaderboard)"]
     return "\n".join(lines)
+
+
+def autogluon_wins(rows: list[dict], top: int = 4) -> list[str]:
+    """Each AutoGluon row (with its leaderboard) that beats mlflow-agentic's on the same task by
+    more than the dataset's split-to-split spread: its best models by its own validation score
+    (AutoGluon's sign: higher is better) and their fit seconds."""
+    spread = spreads(rows)
+    by = {tuple(r[k] for k in suite.KEY): r for r in rows}
+    lines = []
+    for k, theirs in sorted(by.items()):
+        if not k[4].startswith("autogluon") or "leaderboard" not in theirs \
+                or (*k[:4], OURS) not in by:
+            continue
+        sign = 1 if suite.DATASETS[k[0]][3] else -1
+        ahead = sign * (theirs["score"] - by[(*k[:4], OURS)]["score"])
+        limit, where = spread_of(spread, k[0], k[2], k[3])
+        if ahead > limit:
+            models = ", ".join(f"{m['model']} {m['score_val']:.4g} ({m['fit_time']:g} s)"
+                               for m in theirs["leaderboard"][:top])
+            lines.append(f"- {k[0]} seed {k[1]} at {k[2]:g} s, {k[4]}: {theirs['score']:.4f} vs "
+                         f"{by[(*k[:4], OURS)]['score']:.4f}, ahead by {ahead:.4g} > spread "
+                         f"{limit:.4g}{where}; {models}")
+    return lines
 
 
 # ---- the command -------------------------------------------------------------------------------
