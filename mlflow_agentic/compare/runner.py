@@ -14,6 +14,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from mlflow_agentic.compare.plots import plot_best_so_far, plot_cv_vs_holdout
 from mlflow_agentic.compare.report import (
@@ -45,6 +46,12 @@ from mlflow_agentic.tracking.results import (
 )
 from mlflow_agentic.trainers import resolve_trainers
 from mlflow_agentic.verify import DeterministicVerifier
+
+if TYPE_CHECKING:
+    from mlflow_agentic.core.protocol import CandidateProposer
+    from mlflow_agentic.data import Dataset
+    from mlflow_agentic.frontdoor.briefing import Briefing
+    from mlflow_agentic.tracking.results.comparison import ComparisonTracker
 
 DEFAULT_BUDGET = 30
 
@@ -87,7 +94,8 @@ class CompareOptions:
         self.settings = base.replace(max_iterations=None, patience=None,
                                      max_attempts=self.budget_attempts, ensemble=False)
 
-    def arm_settings(self, seed: int = 0, cv=None, trainers=None) -> SearchSettings:
+    def arm_settings(self, seed: int = 0, cv: Any = None,
+                     trainers: Sequence[str] | None = None) -> SearchSettings:
         """One arm's settings: its seed, the shared folds and the trainers of the dataset."""
         assert self.settings is not None, "set in __post_init__"
         return self.settings.replace(seed=seed, cv=self.cv if cv is None else cv,
@@ -123,8 +131,9 @@ def new_comparison_id() -> str:
     return f"cmp-{uuid.uuid4().hex[:8]}"
 
 
-def compare(datasets: Sequence, options: CompareOptions, *, tracker=None,
-            progress: Callable[[str], None] | None = None, observers=(),
+def compare(datasets: Sequence, options: CompareOptions, *,
+            tracker: ComparisonTracker | None = None,
+            progress: Callable[[str], None] | None = None, observers: Sequence[Any] = (),
             output: str | Path | None = None, comparison_id: str | None = None
             ) -> ComparisonResult:
     """Compare ``options.proposers`` on each dataset; log everything through ``tracker`` (a
@@ -179,8 +188,10 @@ def _shared_params(options: CompareOptions) -> dict:
     return params
 
 
-def _compare_one(dataset, trainers, options: CompareOptions, tracker, comparison_id: str,
-                 recordings: dict[int, list[dict]], say, observers, output) -> DatasetReport:
+def _compare_one(dataset: Dataset, trainers: Sequence[str], options: CompareOptions,
+                 tracker: ComparisonTracker, comparison_id: str,
+                 recordings: dict[int, list[dict]], say: Callable[[str], None],
+                 observers: Sequence[Any], output: str | Path | None) -> DatasetReport:
     task: SealedTask = seal(dataset, split=options.split, cv=options.cv,
                             cv_scheme=options.cv_scheme, random_state=options.split_seed,
                             keep_flagged_columns=options.keep_flagged_columns)
@@ -227,7 +238,8 @@ def _compare_one(dataset, trainers, options: CompareOptions, tracker, comparison
         tracker.end(status)
 
 
-def _settings(task: SealedTask, splits, trainers, options: CompareOptions) -> dict[str, str]:
+def _settings(task: SealedTask, splits: FixedSplits, trainers: Sequence[str],
+              options: CompareOptions) -> dict[str, str]:
     """What every arm shared, in words, for the top of the report."""
     brief, dataset = task.briefing, task.train
     settings = {
@@ -250,13 +262,14 @@ def _settings(task: SealedTask, splits, trainers, options: CompareOptions) -> di
     return settings
 
 
-def _excluded(dataset, brief) -> str:
+def _excluded(dataset: Dataset, brief: Briefing) -> str:
     """Every column the arms do not read: IDs and constants, and columns the briefing flagged."""
     names = list(dict.fromkeys([*dataset.excluded_columns, *brief.excluded]))
     return ", ".join(names) or "none"
 
 
-def _write_report(report, tracker, output) -> None:
+def _write_report(report: DatasetReport, tracker: ComparisonTracker,
+                  output: str | Path | None) -> None:
     """Plots, Markdown, HTML and JSON into a folder, logged on the comparison run."""
     # the plots' legends in the verdict's order: best holdout rank first (CV is what they draw)
     arms = sorted(report.arms, key=lambda a: report.ranks.get(a.proposer, math.inf))
@@ -276,34 +289,38 @@ def _write_report(report, tracker, output) -> None:
         _keep(directory, output, report.dataset)
 
 
-def _run_arm(task, name, seed, trainers, options, llm, splits, verifier, tags, observers
-             ) -> Arm:
+def _run_arm(task: SealedTask, name: str, seed: int, trainers: Sequence[str],
+             options: CompareOptions, llm: LLMOptions, splits: FixedSplits,
+             verifier: DeterministicVerifier, tags: dict[str, str],
+             observers: Sequence[Any]) -> Arm:
     """One proposer x seed: a search run on the shared task, folds, verifier and budget."""
-    made: list = []
+    made: list[CandidateProposer] = []
+    settings = options.arm_settings(seed, splits, trainers)
 
-    def make():
+    def make() -> CandidateProposer:
         made.append(build_proposer(name, seed=seed, trainers=trainers, dataset=task.dataset,
                                    candidates=options.candidates, llm=llm,
-                                   portfolio=options.settings.portfolio))
+                                   portfolio=settings.portfolio))
         return made[0]
 
     arm_tracker = MlflowTracker(register=False, log_model=False,
                                 run_name=f"{task.dataset.name}-{name}-s{seed}", tags=tags)
-    searched = search_sealed(task, make, options.arm_settings(seed, splits, trainers),
+    searched = search_sealed(task, make, settings,
                              verifier=verifier, tracker=arm_tracker, observers=observers)
     return arm_from_search(searched, proposer=name, seed=seed,
                            run_id=arm_tracker.parent_run_id or "",
                            llm_exchanges=getattr(made[0], "exchanges", ()))
 
 
-def _keep(directory: Path, output, name: str) -> None:
+def _keep(directory: Path, output: str | Path | None, name: str) -> None:
     """Copy the report files to ``--output`` (``output/<name>/``) when asked."""
     if not output:
         return
     shutil.copytree(directory, Path(output) / name, dirs_exist_ok=True)
 
 
-def _log_ranking(tracker, result: ComparisonResult, output) -> None:
+def _log_ranking(tracker: ComparisonTracker, result: ComparisonResult,
+                 output: str | Path | None) -> None:
     grid = ranking_grid(result.ranking or [])
     lines = [f"## Proposers ranked across {len(result.reports)} datasets "
              f"({result.comparison_id})", "", grid_markdown(grid), ""]
@@ -314,11 +331,11 @@ def _log_ranking(tracker, result: ComparisonResult, output) -> None:
         (directory / "ranking.md").write_text(markdown)
         (directory / "ranking.html").write_text(page("Ranking", grid_html(grid)))
         write_json(directory / "ranking.json", result.ranking)
-        tracker.log_ranking(result.ranking, directory, markdown)
+        tracker.log_ranking(result.ranking or [], directory, markdown)
         _keep(directory, output, ".")
 
 
-def _llm_recordings(options: CompareOptions, names: Sequence[str], tracker
+def _llm_recordings(options: CompareOptions, names: Sequence[str], tracker: ComparisonTracker,
                     ) -> dict[str, dict[int, list[dict]]]:
     """Recordings of an earlier comparison's LLM arms, per dataset and seed, or a clear error."""
     if not options.llm_replay:
