@@ -12,7 +12,9 @@ import contextlib
 import math
 import os
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal, overload
 
 import mlflow
 from mlflow.exceptions import MlflowException
@@ -28,6 +30,12 @@ from mlflow_agentic.scoring.promotion import DEFAULT_MAX_GAP, Decision, decide
 from mlflow_agentic.tracking.registry.provenance import provenance
 from mlflow_agentic.tracking.registry.versions import version_outputs
 from mlflow_agentic.tracking.store import downloaded, file_lock
+
+if TYPE_CHECKING:
+    from mlflow.entities.model_registry import ModelVersion
+
+    from mlflow_agentic.data import Dataset
+    from mlflow_agentic.tracking.registry.provenance import Provenance
 
 HOLDOUT_ARTIFACT = ev.HOLDOUT_ARTIFACT
 SCORE_TOLERANCE = 1e-3
@@ -68,8 +76,9 @@ def promote(model: str, *, from_alias: str = "challenger", to_alias: str = "cham
                         accept_generated_code, dry_run)
 
 
-def _promote(model, from_alias, to_alias, data, max_gap, min_improvement,
-             accept_generated_code, dry_run) -> Promotion:
+def _promote(model: str, from_alias: str, to_alias: str, data: str | None, max_gap: float,
+             min_improvement: float, accept_generated_code: bool,
+             dry_run: bool) -> Promotion:
     client = mlflow.MlflowClient()
     challenger = _version_by_alias(client, model, from_alias, required=True)
     champion = _version_by_alias(client, model, to_alias, required=False)
@@ -99,8 +108,9 @@ def _promote(model, from_alias, to_alias, data, max_gap, min_improvement,
     return outcome
 
 
-def _decide(model, challenger, champion, tags: dict, data, max_gap, min_improvement,
-            to_alias) -> tuple[Promotion, float]:
+def _decide(model: str, challenger: ModelVersion, champion: ModelVersion | None, tags: dict,
+            data: str | None, max_gap: float, min_improvement: float,
+            to_alias: str) -> tuple[Promotion, float]:
     """Score the challenger (and the champion) on the evaluation rows and decide; the gap is
     the gate's own (the recorded CV minus the holdout score it just computed), never the
     recorded one, which a tag or metric edit could change."""
@@ -139,7 +149,8 @@ def _decide(model, challenger, champion, tags: dict, data, max_gap, min_improvem
     return outcome, mine.evaluation.baseline
 
 
-def _champion_files(client, model: str, champion) -> list[str]:
+def _champion_files(client: mlflow.MlflowClient, model: str,
+                    champion: ModelVersion | None) -> list[str]:
     """Why the champion may not be loaded ([] when it may): its files are not the model its
     search logged (a swapped pickle would run its code here, and a worse one flip the
     decision)."""
@@ -150,7 +161,8 @@ def _champion_files(client, model: str, champion) -> list[str]:
             "was loaded" for p in problems]
 
 
-def _still(client, model: str, alias: str, champion) -> None:
+def _still(client: mlflow.MlflowClient, model: str, alias: str,
+           champion: ModelVersion | None) -> None:
     """Refuse to move ``alias`` when another promotion moved it since this one read it."""
     now = _version_by_alias(client, model, alias, required=False)
     before = None if champion is None else champion.version
@@ -162,7 +174,7 @@ def _still(client, model: str, alias: str, champion) -> None:
 
 
 @contextlib.contextmanager
-def _promotion_lock(model: str):
+def _promotion_lock(model: str) -> Iterator[None]:
     """An exclusive lock per model beside a local sqlite store (others: no lock; ``_still``)."""
     uri = mlflow.get_tracking_uri()
     if not uri.startswith("sqlite:///"):
@@ -177,7 +189,7 @@ def _promotion_lock(model: str):
         yield
 
 
-def _unlike(tags: dict, champion, data: str) -> str:
+def _unlike(tags: dict, champion: ModelVersion | None, data: str) -> str:
     """Why champion and challenger are not compared like for like ('' when they are): the
     champion's search sealed other rows, so it may have trained on some of these."""
     if champion is None or not data.startswith("holdout of"):
@@ -191,7 +203,8 @@ def _unlike(tags: dict, champion, data: str) -> str:
             "have trained on some of these rows; pass --data with rows neither saw")
 
 
-def _untrusted(origin, evidence: dict, accept_generated_code: bool, version) -> list[str]:
+def _untrusted(origin: Provenance, evidence: dict, accept_generated_code: bool,
+               version: str) -> list[str]:
     """Why the gate stops before loading anything: the runs do not vouch for the version, or
     it runs LLM-written code and the user did not accept that."""
     if not origin.trusted:
@@ -204,7 +217,7 @@ def _untrusted(origin, evidence: dict, accept_generated_code: bool, version) -> 
     return []
 
 
-def _other_model(model: str, version, evidence: dict) -> list[str]:
+def _other_model(model: str, version: ModelVersion, evidence: dict) -> list[str]:
     """Why the version's files are not the model its search logged ([] when they are): the
     digest recorded as a param of the attempt run when the model was logged."""
     from mlflow_agentic.tracking.store import model_sha256
@@ -236,7 +249,7 @@ def _score_moved(evidence: dict, metric: str, fresh: float, data: str) -> str:
             "registered: the version is not that model; refused")
 
 
-def _record_acceptance(client, model: str, version) -> None:
+def _record_acceptance(client: mlflow.MlflowClient, model: str, version: str) -> None:
     import getpass
     import socket
 
@@ -249,7 +262,18 @@ def _record_acceptance(client, model: str, version) -> None:
                                  time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
 
 
-def _version_by_alias(client, model: str, alias: str, *, required: bool):
+@overload
+def _version_by_alias(client: mlflow.MlflowClient, model: str, alias: str, *,
+                      required: Literal[True]) -> ModelVersion: ...
+
+
+@overload
+def _version_by_alias(client: mlflow.MlflowClient, model: str, alias: str, *,
+                      required: Literal[False]) -> ModelVersion | None: ...
+
+
+def _version_by_alias(client: mlflow.MlflowClient, model: str, alias: str, *,
+                      required: bool) -> ModelVersion | None:
     """The version an alias points at (or, for a number, that version)."""
     try:
         if alias.isdigit():
@@ -268,7 +292,7 @@ def _version_by_alias(client, model: str, alias: str, *, required: bool):
                              f"one with mlflow-agentic run, or pass --from ALIAS") from exc
 
 
-def _evaluation_data(tags: dict, data: str | None):
+def _evaluation_data(tags: dict, data: str | None) -> tuple[str, Dataset]:
     """(description, ``Dataset``) of the rows both models are scored on: ``data``, or the
     search's recorded holdout (read from a copy removed straight after)."""
     from mlflow_agentic.data import Dataset
@@ -290,7 +314,7 @@ def _evaluation_data(tags: dict, data: str | None):
         return f"holdout of search run {run_id}", Dataset.from_path(path, target)
 
 
-def _score(model: str, mv, dataset, model_type: str, metric: str | None,
+def _score(model: str, mv: ModelVersion, dataset: Dataset, model_type: str, metric: str | None,
            own_holdout: bool = False) -> Scored:
     """Version ``mv`` judged on ``dataset``, with its predictions for the paired comparison
     (``own_holdout``: the rows are the holdout of ``mv``'s search: ``versions.scored_uri``)."""
@@ -301,7 +325,7 @@ def _score(model: str, mv, dataset, model_type: str, metric: str | None,
     return Scored(evaluation, outputs)
 
 
-def _record(client, outcome: Promotion, baseline: float) -> None:
+def _record(client: mlflow.MlflowClient, outcome: Promotion, baseline: float) -> None:
     d = outcome.decision
     tags = {"promotion.decision": "promoted" if d.promoted else "refused",
             "promotion.reason": "; ".join(d.reasons)[:5000],
