@@ -83,6 +83,10 @@ class Sandbox(Protocol):
     """Where a code candidate's job runs: a container (``DockerSandbox``) or, trusted, this
     machine (``HostSandbox``)."""
 
+    label: str
+    """Where it runs (``docker`` or ``host``), as recorded on the search run."""
+    limits: Limits
+
     def check(self) -> Sandbox: ...
 
     def run(self, job: SandboxJob) -> SandboxResult: ...

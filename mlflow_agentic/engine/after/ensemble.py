@@ -8,7 +8,7 @@ scored with them. The final weights use every row.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -56,7 +56,8 @@ def blend(outputs: Sequence[np.ndarray], weights: Sequence[float] | np.ndarray) 
     return np.asarray(total / float(sum(weights)))
 
 
-def utility_of(metric: Metric, y, classes: tuple):
+def utility_of(metric: Metric, y: np.ndarray,
+               classes: tuple) -> Callable[[np.ndarray], float]:
     """``output -> utility`` on fixed labels ``y``; binary ROC AUC by ranks (the same number as
     scikit-learn's, without its per-call checks: the greedy loop calls it hundreds of times)."""
     if metric.name == "roc_auc" and len(classes) == 2:
@@ -69,7 +70,7 @@ def utility_of(metric: Metric, y, classes: tuple):
     return lambda output: metric.utility(score_output(metric, y, output, classes))
 
 
-def _ovr_auc(y: np.ndarray, classes: tuple):
+def _ovr_auc(y: np.ndarray, classes: tuple) -> Callable[[np.ndarray], float] | None:
     """One-vs-rest ROC AUC, the macro mean over classes, by ranks (the metric's own formula,
     its class masks made once for the hundreds of blends). None when some class is absent
     from ``y`` (scikit-learn's rules then)."""
@@ -93,7 +94,8 @@ def greedy_rows(rows: np.ndarray, metric: Metric) -> np.ndarray:
     return np.sort(np.random.default_rng(0).choice(rows, RANKED_ROWS, replace=False))
 
 
-def greedy_weights(outputs: Sequence[np.ndarray], y, rows, metric: Metric, classes: tuple,
+def greedy_weights(outputs: Sequence[np.ndarray], y: np.ndarray, rows: np.ndarray,
+                   metric: Metric, classes: tuple,
                    rounds: int = ROUNDS) -> np.ndarray:
     """Pick counts per member on ``rows`` (``greedy_rows`` of them): start empty, add the best
     member ``rounds`` times."""
@@ -115,7 +117,8 @@ def greedy_weights(outputs: Sequence[np.ndarray], y, rows, metric: Metric, class
     return counts
 
 
-def select_ensemble(candidates: Sequence[tuple[int, np.ndarray]], y, splits: Splits, metric: Metric,
+def select_ensemble(candidates: Sequence[tuple[int, np.ndarray]], y: np.ndarray, splits: Splits,
+                    metric: Metric,
                     classes: tuple, rounds: int = ROUNDS) -> EnsembleChoice | None:
     """Choose an ensemble of ``candidates`` (attempt index, OOF output); None if it is one
     member (that is the single model itself) or there are fewer than two candidates."""

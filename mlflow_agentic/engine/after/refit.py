@@ -95,8 +95,9 @@ def _refit_one(records: list[AttemptRecord], dataset: Dataset, pool: WorkerPool,
         futures.append(pool.submit(fit_pipeline, single_threaded(pipeline), dataset.X,
                                    dataset.y))
     models: list[Any] = [None] * len(futures)
-    for i, future in pool.in_order(futures):
-        models[i] = future.result()
+    for i, future in pool.in_order(futures):  # no deadline: every future comes back
+        if future is not None:
+            models[i] = future.result()
     return models
 
 

@@ -14,7 +14,7 @@ import math
 import re
 import textwrap
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -23,11 +23,14 @@ from mlflow_agentic.engine.after import script_code as code
 from mlflow_agentic.engine.after.script_model import NotPlain, model_code
 from mlflow_agentic.engine.evaluate.cv import KnownFolds, make_splits
 
+if TYPE_CHECKING:
+    from mlflow_agentic.data import Dataset
+
 FOLDS_ARTIFACT = "folds.csv"
 """On the search run: each training row's CV fold, then the holdout rows (fold -1)."""
 
 
-def folds_csv(train, recipe: dict, n_splits: int, seed: int, scheme: str,
+def folds_csv(train: Dataset, recipe: dict, n_splits: int, seed: int, scheme: str,
               known: KnownFolds | None = None) -> str | None:
     """``row,fold``: the position of each training row among the file's labelled rows (in the
     search's order) with the fold that scores it, then the sealed holdout's rows with fold -1.
@@ -51,7 +54,7 @@ def folds_csv(train, recipe: dict, n_splits: int, seed: int, scheme: str,
     return "\n".join(lines) + "\n"
 
 
-def attempt_script(record: AttemptRecord, train, recipe: dict,
+def attempt_script(record: AttemptRecord, train: Dataset, recipe: dict,
                    members: Mapping[int, tuple[str, Mapping[str, Any]]], *, search: str,
                    n_splits: int, seed: int) -> str | None:
     """The script of ``record`` (None when it cannot be written as plain code: a data frame
@@ -117,7 +120,7 @@ If this attempt was selected, the search served it refit on the training and hol
 """'''
 
 
-def _reading(train, recipe: dict) -> str:
+def _reading(train: Dataset, recipe: dict) -> str:
     """The pandas call that reads the file as the search read it (delimiter, encoding)."""
     source = recipe["source"]
     if re.search(r"\.(parquet|pq)$", source, re.IGNORECASE):

@@ -6,12 +6,16 @@ the rows and folds, the CV loop. Each part mirrors the engine's own (``trainers.
 from __future__ import annotations
 
 import pprint
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from mlflow_agentic.core.types import is_classification
 from mlflow_agentic.trainers.preprocessing import NATIVE_MAX_LEVELS, ONE_HOT_MAX_CATEGORIES
 from mlflow_agentic.trainers.transforms import MISSING_CATEGORY
+
+if TYPE_CHECKING:
+    from mlflow_agentic.data import Dataset
+    from mlflow_agentic.engine.after.script_model import ModelCode
 
 _METRIC_IMPORTS = {
     "roc_auc": "roc_auc_score", "roc_auc_ovr": "roc_auc_score", "log_loss": "log_loss",
@@ -38,7 +42,7 @@ def _literal(value: Any) -> str:
     return pprint.pformat(value, width=92, sort_dicts=False, compact=True)
 
 
-def imports(fits, train, metric: str) -> str:
+def imports(fits: Sequence[ModelCode], train: Dataset, metric: str) -> str:
     lines = {"from sklearn.compose import ColumnTransformer",
              "from sklearn.pipeline import Pipeline",
              f"from sklearn.metrics import {_METRIC_IMPORTS[metric]}"}
@@ -64,7 +68,7 @@ def imports(fits, train, metric: str) -> str:
                              for m, n in sorted(names.items())])
 
 
-def constants(train, recipe: dict, seed: int) -> str:
+def constants(train: Dataset, recipe: dict, seed: int) -> str:
     numeric = train.columns_of("numeric")
     dates = train.columns_of("datetime")
     categorical = train.columns_of("categorical")
@@ -101,7 +105,7 @@ def constants(train, recipe: dict, seed: int) -> str:
     return "\n".join(lines)
 
 
-def prepare(train) -> str:
+def prepare(train: Dataset) -> str:
     dates = train.columns_of("datetime")
     dayfirst = any(train.columns[c].dayfirst for c in dates)
     when = ("when = dates(rows[name], name in DAYFIRST)" if dayfirst else
@@ -144,7 +148,7 @@ def dates(column, day_first):
     return text
 
 
-def preprocessing(train, styles: set[str]) -> str:
+def preprocessing(train: Dataset, styles: set[str]) -> str:
     """``preprocessing(style)``: the engine's ``build_preprocessor`` for the styles used."""
     lines = ['def preprocessing(style, whole_codes=False):',
              '    """The columns as a model takes them, by style: ' + "; ".join(
@@ -197,12 +201,12 @@ _STYLES = {"scaled": "scaled (imputed, standardized, one-hot)",
            "native": "native (missing kept, level codes)"}
 
 
-def _many_levels(train, styles: set[str]) -> bool:
+def _many_levels(train: Dataset, styles: set[str]) -> bool:
     limit = min(ONE_HOT_MAX_CATEGORIES if s == "scaled" else NATIVE_MAX_LEVELS for s in styles)
     return any(train.columns[c].n_unique > limit for c in train.columns_of("categorical"))
 
 
-def _target_encoder_folds(train) -> tuple[str, str]:
+def _target_encoder_folds(train: Dataset) -> tuple[str, str]:
     """The splitter class and the arguments of ``TargetEncoder`` as the engine makes it
     (``trainers.preprocessing.target_encoder``: it depends on scikit-learn's version)."""
     from sklearn.preprocessing import TargetEncoder

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mlflow_agentic.core.types import is_classification
 from mlflow_agentic.trainers import get_trainer
@@ -15,6 +15,9 @@ from mlflow_agentic.trainers.transforms import (
     EncodedLabelClassifier,
     InnerValidationEarlyStopping,
 )
+
+if TYPE_CHECKING:
+    from mlflow_agentic.data import Dataset
 
 
 class NotPlain(ValueError):
@@ -30,7 +33,8 @@ class ModelCode:
     style: str
 
 
-def model_code(trainer_name: str, params: dict, train, seed: int, name: str) -> ModelCode:
+def model_code(trainer_name: str, params: dict, train: Dataset, seed: int,
+               name: str) -> ModelCode:
     """``def fit_<name>(X, y)`` for ``trainer_name`` with ``params`` on ``train``'s columns."""
     trainer = get_trainer(trainer_name)
     built = trainer.model(train, trainer.resolve_params(train, params), seed)
@@ -87,7 +91,7 @@ def model_code(trainer_name: str, params: dict, train, seed: int, name: str) -> 
                                                  "train_test_split"}), style)
 
 
-def constructor(estimator, extra: dict[str, Any] | None = None) -> tuple[str, set[str]]:
+def constructor(estimator: Any, extra: dict[str, Any] | None = None) -> tuple[str, set[str]]:
     """``Name(param=value, ...)`` with the parameters that differ from the class's defaults,
     and the import line of the class. Raises ``NotPlain`` for a value that is no literal."""
     cls = type(estimator)

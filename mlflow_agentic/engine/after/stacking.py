@@ -64,7 +64,8 @@ def fit_stacker(features: np.ndarray, y: np.ndarray, task: str, n_classes: int,
     return model.coef_, model.intercept_
 
 
-def select_stack(candidates: Sequence[tuple[int, np.ndarray]], y, splits: Splits, metric: Metric,
+def select_stack(candidates: Sequence[tuple[int, np.ndarray]], y: np.ndarray, splits: Splits,
+                 metric: Metric,
                  classes: tuple, task: str, seed: int = 0) -> StackChoice | None:
     """A stacker over ``candidates`` (attempt index, OOF output) with its nested CV score; None
     with fewer than two candidates or when a fold lacks a class."""

@@ -9,7 +9,7 @@ LLM-written code runs on the host."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -22,10 +22,13 @@ from mlflow_agentic.sandbox.model import SandboxedModel
 from mlflow_agentic.sandbox.runners import run_all
 
 if TYPE_CHECKING:
+    from sklearn.pipeline import Pipeline
+
     from mlflow_agentic.core.metrics import Metric
     from mlflow_agentic.core.types import AttemptRecord, SolutionCandidate
     from mlflow_agentic.data import Dataset
     from mlflow_agentic.engine.evaluate.cv import Splits
+    from mlflow_agentic.engine.evaluate.outcome import Planned
     from mlflow_agentic.sandbox.runners import Sandbox
 
 CODE = "code"
@@ -34,7 +37,7 @@ EXAMPLE_ROWS = 5
 """Training rows the refit container also predicts: the logged model's input example."""
 
 
-def input_step(dataset: Dataset, dropped: Sequence[str] = ()):
+def input_step(dataset: Dataset, dropped: Sequence[str] = ()) -> Pipeline:
     """``Pipeline(inputs, features)``, fitted: the raw columns a request may send, and the
     feature columns the candidate reads (``dropped``: removed by the critic's pivot)."""
     from sklearn.pipeline import Pipeline
@@ -129,7 +132,7 @@ def sandbox_artifacts(result: SandboxResult) -> dict[str, str]:
     return files
 
 
-def code_plan(candidate: SolutionCandidate, sandbox: Sandbox | None):
+def code_plan(candidate: SolutionCandidate, sandbox: Sandbox | None) -> Planned:
     """A code candidate ready for the sandbox, or failed already (no sandbox, no code)."""
     from mlflow_agentic.engine.evaluate.outcome import Planned
 
@@ -144,7 +147,8 @@ def code_plan(candidate: SolutionCandidate, sandbox: Sandbox | None):
     return plan
 
 
-def submitted(proposer: CodeModeProposer, history: list[AttemptRecord], top):
+def submitted(proposer: CodeModeProposer, history: list[AttemptRecord],
+              top: AttemptRecord | None) -> tuple[AttemptRecord | None, str]:
     """``(selected, note)``: the submitter's choice when it is a verified, not quarantined
     attempt of this search; else the best verified CV attempt ``top``, and the note says why."""
     if not any(a.selectable for a in history):
@@ -170,14 +174,14 @@ GENERATED_HEADER = (
 """The first lines of a code attempt's ``candidate.py`` as its run keeps it."""
 
 
-def reviewed(proposer, record, outcome):
+def reviewed(proposer: Any, record: AttemptRecord, outcome: Outcome) -> AttemptRecord:
     """A code attempt with what its run keeps (the code, the plan entry, the sandbox's limits
     and log), reviewed by the proposer (code mode's critic: a note, never the score)."""
     import dataclasses
     import warnings
 
     result = outcome.sandbox
-    artifacts = {"candidate.py": GENERATED_HEADER + record.candidate.code,
+    artifacts = {"candidate.py": GENERATED_HEADER + (record.candidate.code or ""),
                  **record.candidate.artifacts}
     tags: dict[str, str] = {}
     if result is not None:

@@ -4,9 +4,12 @@ and what it gives back (``Outcome``: the folds' scores and predictions)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from mlflow_agentic.sandbox.job import SandboxResult
 
 
 @dataclass
@@ -50,7 +53,7 @@ class Outcome:
     """Mean output of the fold models on the extra rows (complete candidates only)."""
     elapsed: float | None = None
     """Set on a restored outcome: when it finished in the search that ran it."""
-    sandbox: object | None = None
+    sandbox: SandboxResult | None = None
     """Code mode: the ``SandboxResult`` the candidate's run came back with."""
 
     @property

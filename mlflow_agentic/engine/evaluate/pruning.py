@@ -62,19 +62,19 @@ class FoldPruner:
         self.pruner = ClearlyBehindPruner(percentile, n_startup, warmup_folds)
         self.study = optuna.create_study(direction="maximize", pruner=self.pruner)
 
-    def trial(self):
+    def trial(self) -> optuna.Trial:
         return self.study.ask()
 
     @staticmethod
-    def should_prune(trial, fold: int, running_utility: float) -> bool:
+    def should_prune(trial: optuna.Trial, fold: int, running_utility: float) -> bool:
         """Report the running mean utility after fold ``fold`` (0-based); True to stop."""
         if not math.isfinite(running_utility):
             return False
         trial.report(running_utility, fold)
         return trial.should_prune()
 
-    def tell(self, trial, utility: float | None, pruned: bool, fold_std: float | None = None
-             ) -> None:
+    def tell(self, trial: optuna.Trial, utility: float | None, pruned: bool,
+             fold_std: float | None = None) -> None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             if pruned:

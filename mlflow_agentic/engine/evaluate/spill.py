@@ -14,6 +14,7 @@ import pickle
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -34,14 +35,14 @@ class _Shipped:
     def __init__(self, path: str) -> None:
         self.path = path
 
-    def __reduce_ex__(self, protocol):
+    def __reduce_ex__(self, protocol: Any) -> tuple:
         return _unship, (self.path,)
 
 
 _UNSHIPPED: dict[str, object] = {}
 
 
-def _unship(path: str):
+def _unship(path: str) -> object:
     if path not in _UNSHIPPED:
         folder = os.path.dirname(path)  # one search's objects at a time (its rows, its extra)
         for old in [p for p in _UNSHIPPED if os.path.dirname(p) != folder]:
@@ -51,7 +52,7 @@ def _unship(path: str):
     return _UNSHIPPED[path]
 
 
-def ship(obj, folder: str | None, name: str, at_bytes: int = SPILL_BYTES):
+def ship(obj: Any, folder: str | None, name: str, at_bytes: int = SPILL_BYTES) -> Any:
     """``obj`` to hand to workers: as a file in ``folder`` when it is big, else itself."""
     if folder is None or obj is None or _size(obj) < at_bytes:
         return obj
@@ -62,7 +63,7 @@ def ship(obj, folder: str | None, name: str, at_bytes: int = SPILL_BYTES):
     return _Shipped(path)
 
 
-def _size(obj) -> int:
+def _size(obj: Any) -> int:
     frame = getattr(obj, "frame", obj)
     return int(frame.memory_usage(deep=False).sum()) if isinstance(frame, pd.DataFrame) else 0
 
@@ -97,7 +98,7 @@ def model_megabytes(folder: str | None, index: int, n_folds: int) -> float | Non
     return sum(sizes) / len(sizes) / 1e6 if sizes else None
 
 
-def keep(obj, path: str | None) -> None:
+def keep(obj: Any, path: str | None) -> None:
     """Pickle ``obj`` to ``path`` (a worker's fitted fold model or preprocessing)."""
     if path is None:
         return
@@ -107,7 +108,7 @@ def keep(obj, path: str | None) -> None:
     os.replace(path + ".part", path)  # whole or absent: a cut fold leaves no half file
 
 
-def load(path: str | None):
+def load(path: str | None) -> Any:
     """What ``keep`` wrote, or None when it is not there."""
     if path is None or not os.path.exists(path):
         return None

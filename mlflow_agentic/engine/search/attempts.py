@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from mlflow_agentic.core.observer import SearchContext
     from mlflow_agentic.data import Dataset
     from mlflow_agentic.sandbox.runners import Sandbox
+    from mlflow_agentic.verify import DeterministicVerifier
 
 
 def plan_attempt(candidate: SolutionCandidate, index: int, dataset: Dataset,
@@ -72,7 +73,8 @@ def check_candidate(candidate: SolutionCandidate, allowed: Sequence[str]) -> Sol
 
 
 def attempt_record(ctx: SearchContext, index: int, plan: Planned, outcome: Outcome, phase: str, *,
-                   proposer: str, verifier, elapsed: float) -> AttemptRecord:
+                   proposer: str, verifier: DeterministicVerifier,
+                   elapsed: float) -> AttemptRecord:
     """The record of one attempt: failed, pruned, or scored and verified against the
     baseline. A non-finite CV score is a failure, never a stored number."""
     metric = ctx.metric

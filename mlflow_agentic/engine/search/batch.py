@@ -8,17 +8,28 @@ from __future__ import annotations
 import contextlib
 import time
 import traceback
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from sklearn.base import clone
 
 from mlflow_agentic.core.metrics import Metric
 from mlflow_agentic.core.types import TIME_CUT, is_classification
-from mlflow_agentic.engine.evaluate.folds import FoldData, FoldOutput, fit_fold, score_output
+from mlflow_agentic.engine.evaluate.folds import (
+    FoldData,
+    FoldMatrices,
+    FoldOutput,
+    fit_fold,
+    score_output,
+)
 from mlflow_agentic.engine.evaluate.outcome import Outcome, Planned
 from mlflow_agentic.engine.workers.parallel import WorkerPool, single_threaded
+
+if TYPE_CHECKING:
+    from mlflow_agentic.engine.evaluate.pruning import FoldPruner
+    from mlflow_agentic.sandbox.runners import Sandbox
 
 
 class _State:
@@ -34,8 +45,9 @@ class _State:
 class BatchRunner:
     """Runs batches on ``pool`` against fixed ``folds``; ``pruner`` may be None."""
 
-    def __init__(self, folds: FoldData, pool: WorkerPool, metric: Metric, pruner=None,
-                 random_state: int = 0, sandbox=None) -> None:
+    def __init__(self, folds: FoldData, pool: WorkerPool, metric: Metric,
+                 pruner: FoldPruner | None = None, random_state: int = 0,
+                 sandbox: Sandbox | None = None) -> None:
         self.folds = folds
         self.sandbox = sandbox
         """Where code-mode candidates run (``sandbox.DockerSandbox`` or ``HostSandbox``)."""
@@ -80,12 +92,12 @@ class BatchRunner:
         released = self._release(batch, states, 0, started, on_done)
         if all(s.done for s in states):
             return self._finish(states)
-        # (None, None) from in_order: the deadline passed while folds were still fitting
-        for t, future in self.pool.in_order(futures, deadline):
-            if future is not None:
+        # (-1, None) from in_order: the deadline passed while folds were still fitting
+        for t, finished in self.pool.in_order(futures, deadline):
+            if finished is not None:
                 state = states[tasks[t][0]]
-                if not state.done and not future.cancelled():
-                    self._take(state, tasks[t][1], future)
+                if not state.done and not finished.cancelled():
+                    self._take(state, tasks[t][1], finished)
             spent = deadline is not None and time.perf_counter() >= deadline
             if spent and self._cut(states, TIME_CUT):
                 # folds still running would delay the refit: stop them all
@@ -95,7 +107,8 @@ class BatchRunner:
                 break
         self._finish(states)
 
-    def _build(self, plan: Planned, state: _State, spent: bool = False):
+    def _build(self, plan: Planned, state: _State,
+               spent: bool = False) -> tuple[Any, list[FoldMatrices]] | None:
         """``(model, fold matrices)`` for a candidate whose folds run on the workers; None
         when its outcome is already known (restored, failed to build, code mode's, which
         runs its own folds in the sandbox, or cut: the time budget was ``spent`` before its
@@ -161,7 +174,7 @@ class BatchRunner:
             running = self.metric.utility(float(np.mean(outcome.fold_scores[: k + 1])))
             self.pruner.should_prune(state.trial, k, running)  # reports it; no decision taken
 
-    def _take(self, state: _State, k: int, future) -> None:
+    def _take(self, state: _State, k: int, future: Future) -> None:
         out = state.outcome
         try:
             state.results[k] = future.result()
@@ -181,7 +194,7 @@ class BatchRunner:
             if state.next_fold == n:
                 state.done = True
                 self._assemble(state)
-            elif state.trial is not None:
+            elif state.trial is not None and self.pruner is not None:
                 running = self.metric.utility(float(np.mean(out.fold_scores)))
                 if self.pruner.should_prune(state.trial, state.next_fold - 1, running):
                     mean = float(np.mean(out.fold_scores))
@@ -225,7 +238,8 @@ class BatchRunner:
         return cut
 
     @staticmethod
-    def _release(batch, states, released: int, started: float, on_done) -> int:
+    def _release(batch: Sequence[Planned], states: list[_State], released: int, started: float,
+                 on_done: Callable[..., Any]) -> int:
         while released < len(batch) and states[released].done:
             if batch[released].restored is None:
                 states[released].outcome.seconds = time.perf_counter() - started

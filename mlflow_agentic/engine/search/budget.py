@@ -9,7 +9,7 @@ resumed search's loop had ended.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from mlflow_agentic.core.deadline import Deadline
 from mlflow_agentic.core.settings import SearchSettings
@@ -176,7 +176,7 @@ class LoopBudget:
         end = self.loop.end
         return None if end is None else end + self.tolerance_seconds
 
-    def _fold_mb(self, indices) -> float:
+    def _fold_mb(self, indices: Iterable[int]) -> float:
         """One fold model's size (MB) of each of these attempts, summed (0 where not kept)."""
         return sum(self.model_mb.get(i, 0.0) for i in indices)
 
@@ -184,7 +184,8 @@ class LoopBudget:
         """Logging a model of ``mb`` after the loop, beyond what the fixed reserve covers."""
         return LOG_SECONDS_PER_MB * max(mb - LOG_FREE_MB, 0.0)
 
-    def refit_fits(self, records, bag: bool = False, tolerance: bool = True) -> bool:
+    def refit_fits(self, records: Sequence[AttemptRecord], bag: bool = False,
+                   tolerance: bool = True) -> bool:
         """Whether refitting ``records`` side by side on the workers, and logging the model,
         end within the loop's share of the time budget (always, without one): an expensive
         attempt that finished late must not push the whole command past its budget. ``bag``:

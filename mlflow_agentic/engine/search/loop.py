@@ -52,7 +52,12 @@ from mlflow_agentic.trainers.registry import resolve_trainers
 from mlflow_agentic.verify.verifier import DeterministicVerifier
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from mlflow_agentic.data import Dataset
+    from mlflow_agentic.engine.evaluate.pruning import FoldPruner
+    from mlflow_agentic.frontdoor.briefing import Briefing
+    from mlflow_agentic.sandbox.runners import Sandbox
 
 
 class AgenticAutoML:
@@ -71,8 +76,9 @@ class AgenticAutoML:
 
     def __init__(self, proposer: CandidateProposer, settings: SearchSettings | None = None,
                  *, verifier: DeterministicVerifier | None = None,
-                 observers: Iterable[SearchObserver] = (), briefing=None, extra_X=None,
-                 restored: Mapping[int, Restored] | None = None, sandbox=None,
+                 observers: Iterable[SearchObserver] = (), briefing: Briefing | None = None,
+                 extra_X: pd.DataFrame | None = None,
+                 restored: Mapping[int, Restored] | None = None, sandbox: Sandbox | None = None,
                  after_loop: Sequence = (), deadline: Deadline | None = None,
                  **changes) -> None:
         """``settings`` (or its field names as keywords: ``max_iterations=4, cv=3``...).
@@ -327,7 +333,7 @@ def recorded_settings(automl: AgenticAutoML) -> dict:
     return {**params, **automl.proposer.run_params()}
 
 
-def _pruner(settings: SearchSettings):
+def _pruner(settings: SearchSettings) -> FoldPruner | None:
     if not settings.prune:
         return None
     from mlflow_agentic.engine.evaluate.pruning import FoldPruner

@@ -24,7 +24,7 @@ class ResumeDiverged(AgenticError):
     """The proposer now proposes something else than the killed search ran at that index."""
 
 
-def recorded_value(value) -> str:
+def recorded_value(value: object) -> str:
     """A parameter value as the tracker records it."""
     return str(value)[:PARAM_MAX]
 

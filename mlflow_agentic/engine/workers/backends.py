@@ -20,7 +20,7 @@ from mlflow_agentic.core.settings import BACKENDS
 _CLUSTERS: dict[tuple, Any] = {}
 
 
-def cluster(backend: str, n_jobs: int, address: str | None):
+def cluster(backend: str, n_jobs: int, address: str | None) -> Any:
     """The backend's executor for ``address`` (None: a local cluster), started once."""
     key = (backend, address, None if address else n_jobs)
     if key not in _CLUSTERS:
@@ -123,5 +123,5 @@ class RayExecutor:
             self.ray.shutdown()
 
 
-def _call(fn: Callable, *args):
+def _call(fn: Callable, *args: Any) -> Any:
     return fn(*args)

@@ -16,7 +16,7 @@ import os
 import sys
 import threading
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -329,9 +329,10 @@ class WorkerPool:
         except BaseException as exc:  # noqa: BLE001 - handed to the waiter like a worker's error
             future.set_exception(exc)
 
-    def in_order(self, futures: Iterable[Future], deadline: float | None = None):
+    def in_order(self, futures: Iterable[Future], deadline: float | None = None
+                 ) -> Iterator[tuple[int, Future | None]]:
         """Yield ``(i, future)`` as futures finish (in-process ones run in submission order).
-        With a ``deadline`` (a ``time.perf_counter()`` value), ``(None, None)`` once it passes
+        With a ``deadline`` (a ``time.perf_counter()`` value), ``(-1, None)`` once it passes
         while some are still running: the caller stops them (a fold fit on a big file can take
         minutes; the budget does not wait for it)."""
         import time
@@ -349,7 +350,7 @@ class WorkerPool:
                            return_when=FIRST_COMPLETED)
             if not done:
                 deadline = None  # said once
-                yield None, None
+                yield -1, None
                 continue
             for i in [i for i, f in pending.items() if f in done]:
                 yield i, pending.pop(i)
