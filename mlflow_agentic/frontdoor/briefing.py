@@ -7,12 +7,15 @@ It also decides which flagged columns leave the features; the loop runs on ``bri
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mlflow_agentic.core.types import is_regression
 from mlflow_agentic.engine.evaluate.cv import KnownFolds, make_splits, resolve_scheme
 from mlflow_agentic.verify import leakage
 from mlflow_agentic.verify.leakage import Finding
+
+if TYPE_CHECKING:
+    from mlflow_agentic.data import Dataset
 
 
 @dataclass
@@ -42,7 +45,7 @@ class Briefing:
                 "excluded_columns": self.excluded}
 
 
-def profile(dataset) -> dict[str, Any]:
+def profile(dataset: Dataset) -> dict[str, Any]:
     """Aggregates only: sizes, kinds, missing rates, cardinalities, target balance."""
     out: dict[str, Any] = {"rows": dataset.n_rows, "columns": len(dataset.columns),
                            "task": dataset.task, "target": dataset.target}
@@ -59,14 +62,14 @@ def profile(dataset) -> dict[str, Any]:
     return out
 
 
-def audit(dataset) -> list[dict[str, Any]]:
+def audit(dataset: Dataset) -> list[dict[str, Any]]:
     return [{"column": c, "kind": i.kind, "dtype": i.dtype, "missing_rate": round(i.missing_rate,
              4), "n_unique": i.n_unique, "numeric_text": i.numeric_text, "reason": i.reason}
             for c, i in dataset.columns.items()]
 
 
-def build_briefing(train, *, cv: int = 5, cv_scheme: str | None = "auto", random_state: int = 0,
-                   keep_flagged_columns: bool = False) -> Briefing:
+def build_briefing(train: Dataset, *, cv: int = 5, cv_scheme: str | None = "auto",
+                   random_state: int = 0, keep_flagged_columns: bool = False) -> Briefing:
     """Run every data check on the training rows and settle the CV scheme and the features."""
     if train.group_column is not None and train.columns[train.group_column].is_feature:
         train = train.exclude({train.group_column: "group column: identifies the group, "

@@ -4,9 +4,9 @@ the holdout, then register. The only place that holds both the loop and the hold
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mlflow_agentic.core.deadline import Deadline
 from mlflow_agentic.core.observer import Observers
@@ -22,6 +22,10 @@ from mlflow_agentic.frontdoor.refit_full import serve_on_all_rows
 from mlflow_agentic.proposers.base import CandidateProposer
 from mlflow_agentic.scoring import HoldoutReport, HoldoutScorer, score_on_holdout
 from mlflow_agentic.verify import DeterministicVerifier
+
+if TYPE_CHECKING:
+    from mlflow_agentic.engine.search.restore import Restored
+    from mlflow_agentic.sandbox.runners import Sandbox
 
 
 @dataclass
@@ -81,13 +85,13 @@ class SealedTask:
     briefing: Briefing
 
     @property
-    def dataset(self):
+    def dataset(self) -> Dataset:
         """The training rows as the search sees them (flagged columns excluded)."""
         return self.briefing.dataset
 
 
-def seal(dataset, *, split: SplitOptions | None = None, cv: int = 5, cv_scheme: str = "auto",
-         random_state: int = 0, keep_flagged_columns: bool = False,
+def seal(dataset: Dataset, *, split: SplitOptions | None = None, cv: int = 5,
+         cv_scheme: str = "auto", random_state: int = 0, keep_flagged_columns: bool = False,
          large_rows: int = 0) -> SealedTask:
     """Seal the holdout, then brief the training rows (profile, leakage findings, CV advice)
     on the folds the search will use (``folds_for``: fewer from ``large_rows`` rows)."""
@@ -111,7 +115,7 @@ def seal(dataset, *, split: SplitOptions | None = None, cv: int = 5, cv_scheme: 
 
 
 def run_search(
-    dataset,
+    dataset: Dataset,
     make_proposer: Callable[[], CandidateProposer],
     settings: SearchSettings | None = None,
     *,
@@ -121,8 +125,8 @@ def run_search(
     tracker: Tracker | None = None,
     observers: Sequence[SearchObserver] = (),
     started: float | None = None,
-    restored=None,
-    sandbox=None,
+    restored: Mapping[int, Restored] | None = None,
+    sandbox: Sandbox | None = None,
     **changes,
 ) -> SearchResult:
     """Seal, brief, search, score, register. ``make_proposer`` is called after the holdout is
@@ -153,8 +157,8 @@ def search_sealed(
     tracker: Tracker | None = None,
     observers: Sequence[SearchObserver] = (),
     deadline: Deadline | None = None,
-    restored=None,
-    sandbox=None,
+    restored: Mapping[int, Restored] | None = None,
+    sandbox: Sandbox | None = None,
     **changes,
 ) -> SearchResult:
     """Search the training rows of ``task``, score every attempt on its holdout, register.

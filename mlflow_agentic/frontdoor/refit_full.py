@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import time
 import warnings
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -17,8 +18,11 @@ from mlflow_agentic.engine.after.refit import refit_on, refit_pool
 from mlflow_agentic.engine.search.reserves import full_refit_share
 from mlflow_agentic.engine.workers.parallel import WorkerPool
 
+if TYPE_CHECKING:
+    from mlflow_agentic.data import Dataset
 
-def all_rows(train, holdout: Holdout):
+
+def all_rows(train: Dataset, holdout: Holdout) -> Dataset:
     """The training rows and the holdout rows as one dataset, typed as the training rows."""
     frame = pd.concat([train.frame, holdout.dataset.frame[train.frame.columns]],
                       ignore_index=True)
@@ -49,7 +53,7 @@ def why_not(run: EngineeringRun, train_rows: int, holdout: Holdout,
     return ""
 
 
-def serve_on_all_rows(run: EngineeringRun, train, holdout: Holdout,
+def serve_on_all_rows(run: EngineeringRun, train: Dataset, holdout: Holdout,
                       pool: WorkerPool | None = None, random_state: int = 0,
                       end: float | None = None) -> str:
     """Refit ``run``'s selected attempt on ``train`` + ``holdout`` rows and serve that

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -22,6 +23,9 @@ from mlflow_agentic.data.duplicates import (  # noqa: F401 - re-exported: the ch
     numeric_view,
 )
 from mlflow_agentic.data.split import parse_time
+
+if TYPE_CHECKING:
+    from mlflow_agentic.data import Dataset
 
 # ---- thresholds (named so the rules can be read and tuned in one place) ----------------------
 SINGLE_FEATURE_AUC_WARNING = 0.90
@@ -86,7 +90,7 @@ def _out_of_fold_rate(values: pd.Series, target: np.ndarray, seed: int = 0) -> n
     return out
 
 
-def _class_targets(dataset) -> list[tuple[str, np.ndarray]]:
+def _class_targets(dataset: Dataset) -> list[tuple[str, np.ndarray]]:
     y = dataset.y.to_numpy()
     if dataset.task == "binary":
         return [(str(dataset.positive_class), y == dataset.positive_class)]
@@ -94,7 +98,7 @@ def _class_targets(dataset) -> list[tuple[str, np.ndarray]]:
 
 
 # ---- 1. one feature separates the classes -----------------------------------------------------
-def class_separations(dataset, column: str) -> list[float]:
+def class_separations(dataset: Dataset, column: str) -> list[float]:
     """How well ``column`` alone separates each class from the rest (univariate AUC, folded
     to >= 0.5; binary: the positive class only)."""
     info, found = dataset.columns[column], []
@@ -109,7 +113,7 @@ def class_separations(dataset, column: str) -> list[float]:
     return found
 
 
-def check_single_feature(dataset) -> list[Finding]:
+def check_single_feature(dataset: Dataset) -> list[Finding]:
     findings = []
     for column in dataset.feature_columns:
         info = dataset.columns[column]
@@ -144,7 +148,7 @@ def check_single_feature(dataset) -> list[Finding]:
 
 
 # ---- 2. missing values separate the classes ---------------------------------------------------
-def check_missing_separation(dataset) -> list[Finding]:
+def check_missing_separation(dataset: Dataset) -> list[Finding]:
     findings: list[Finding] = []
     if is_regression(dataset.task):
         return findings
@@ -191,7 +195,7 @@ def check_too_good(metric: str, score: float, baseline: float) -> Finding | None
 
 
 # ---- 4. near-duplicate rows -------------------------------------------------------------------
-def check_near_duplicates(dataset, clusters: np.ndarray | None = None,
+def check_near_duplicates(dataset: Dataset, clusters: np.ndarray | None = None,
                           splits: Sequence | None = None) -> list[Finding]:
     clusters = near_duplicate_clusters(dataset) if clusters is None else clusters
     share = duplicate_share(clusters)
@@ -222,7 +226,7 @@ def _straddling_share(groups: np.ndarray, splits: Sequence) -> float:
 
 
 # ---- 5. class imbalance -----------------------------------------------------------------------
-def check_imbalance(dataset) -> list[Finding]:
+def check_imbalance(dataset: Dataset) -> list[Finding]:
     if is_regression(dataset.task):
         return []
     rates = dataset.y.value_counts(normalize=True)
@@ -238,7 +242,7 @@ def check_imbalance(dataset) -> list[Finding]:
 
 
 # ---- 6. ID-like columns -----------------------------------------------------------------------
-def check_id_columns(dataset) -> list[Finding]:
+def check_id_columns(dataset: Dataset) -> list[Finding]:
     findings = []
     for column, info in dataset.columns.items():
         if info.kind == "id":
@@ -259,7 +263,7 @@ def check_id_columns(dataset) -> list[Finding]:
 
 
 # ---- 7. group or time leakage -----------------------------------------------------------------
-def check_group_time(dataset, splits: Sequence, scheme: str,
+def check_group_time(dataset: Dataset, splits: Sequence, scheme: str,
                      naive_splits: Sequence | None = None) -> list[Finding]:
     """Groups straddling CV folds, or folds that train on the future.
 
