@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, BinaryIO, cast
 
 import numpy as np
 import pandas as pd
@@ -150,7 +150,7 @@ class Dataset:
         return {c: f"{i.kind}: {i.reason}" for c, i in self.columns.items() if not i.is_feature}
 
     @property
-    def positive_class(self):
+    def positive_class(self) -> Any:
         return self.classes[1] if self.task == "binary" else None
 
     def take(self, rows: Sequence[int] | np.ndarray, name: str | None = None) -> Dataset:
@@ -277,7 +277,7 @@ def _header(path: Path, sep: str, encoding: str) -> list:
     return [("" if pd.isna(v) else str(v)) for v in frame.iloc[0].tolist()]
 
 
-def _open_maybe_compressed(path: Path):
+def _open_maybe_compressed(path: Path) -> BinaryIO:
     import bz2
     import gzip
     import lzma
@@ -374,7 +374,7 @@ def _refuse_numbers_with_text(target: pd.Series, name: str, where: str) -> None:
         "blank target are dropped)")
 
 
-def _row(index, where: str) -> str:
+def _row(index: Any, where: str) -> str:
     """A row as the user finds it: the line of the file (header = line 1), else the index."""
     return f"line {int(index) + 2}" if where else f"index {index}"
 
@@ -433,7 +433,7 @@ def _numeric_share(series: pd.Series) -> float:
     return float(pd.to_numeric(values, errors="coerce").notna().mean()) if len(values) else 0.0
 
 
-def _sort_key(value):
+def _sort_key(value: Any) -> tuple[str, Any]:
     return (str(type(value).__name__), value)
 
 
@@ -457,7 +457,8 @@ def _with_target(df: pd.DataFrame, target: str | None, where: str) -> tuple[pd.D
 
 
 def _clean_target(df: pd.DataFrame, target: str, task: str | None, where: str,
-                  merge_label_variants: bool, missing, notes: list[str]) -> pd.DataFrame:
+                  merge_label_variants: bool, missing: pd.Series,
+                  notes: list[str]) -> pd.DataFrame:
     """Rows without a target dropped (noted), label variants refused or merged, numbers stored
     as text parsed, an infinite class label refused."""
     y_raw = df[target]
@@ -504,7 +505,8 @@ def _classes(y: pd.Series, target: str, task: str, where: str) -> tuple:
     return classes
 
 
-def _typed_columns(df: pd.DataFrame, target: str, notes: list[str]):
+def _typed_columns(df: pd.DataFrame, target: str, notes: list[str],
+                   ) -> tuple[dict[str, ColumnInfo], dict[str, np.ndarray]]:
     """Each feature column typed once, here (the pipeline's coercion is then a no-op); an
     infinite number becomes missing, as a model sees it at prediction time (noted)."""
     columns = {c: infer_column(c, df[c]) for c in df.columns if c != target}

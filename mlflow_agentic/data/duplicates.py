@@ -6,15 +6,20 @@ rows straddle the CV folds). Plain arithmetic on the table.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
+
+if TYPE_CHECKING:
+    from mlflow_agentic.data.dataset import Dataset
 
 DUPLICATE_SHARE_WARNING = 0.15
 """From this share of rows in clusters, the split keeps clusters whole (and the check warns)."""
 DUPLICATE_QUANTUM = 0.01
 
 
-def numeric_view(dataset, column: str) -> np.ndarray:
+def numeric_view(dataset: Dataset, column: str) -> np.ndarray:
     """A column as numbers: numeric (text coerced), datetime as days, categorical as codes."""
     from mlflow_agentic.trainers.transforms import to_datetime_features, to_numeric_frame
 
@@ -30,7 +35,7 @@ def numeric_view(dataset, column: str) -> np.ndarray:
     return to_numeric_frame(series).iloc[:, 0].to_numpy(dtype=float)
 
 
-def near_duplicate_clusters(dataset) -> np.ndarray:
+def near_duplicate_clusters(dataset: Dataset) -> np.ndarray:
     """Cluster id per row: rows equal on every feature (numbers within 1% of a std) share one."""
     parts = {}
     for column in dataset.feature_columns:

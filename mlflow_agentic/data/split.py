@@ -137,8 +137,8 @@ def check_holdout_fraction(fraction: float) -> None:
         raise UserInputError(f"holdout fraction must be in (0, 0.5], got {fraction!r}")
 
 
-def _checked(dataset: Dataset, time_column, group_column, holdout_fraction,
-             post_outcome_columns) -> float:
+def _checked(dataset: Dataset, time_column: str | None, group_column: str | None,
+             holdout_fraction: float | None, post_outcome_columns: Sequence[str]) -> float:
     """The split's options checked against the data; the holdout fraction resolved."""
     for role, column in (("time", time_column), ("group", group_column)):
         if column is not None and column not in dataset.frame.columns:
@@ -171,7 +171,8 @@ def _checked(dataset: Dataset, time_column, group_column, holdout_fraction,
     return fraction
 
 
-def _by_group(dataset: Dataset, group_column: str, fraction: float, random_state: int):
+def _by_group(dataset: Dataset, group_column: str, fraction: float,
+              random_state: int) -> tuple[np.ndarray, np.ndarray]:
     """Whole groups held out."""
     groups = dataset.frame[group_column].astype(str).to_numpy()
     n_groups = len(np.unique(groups))
@@ -182,7 +183,8 @@ def _by_group(dataset: Dataset, group_column: str, fraction: float, random_state
     return next(splitter.split(dataset.X, dataset.y, groups))
 
 
-def _by_rows(dataset: Dataset, fraction: float, n_holdout: int, random_state: int):
+def _by_rows(dataset: Dataset, fraction: float, n_holdout: int, random_state: int,
+             ) -> tuple[np.ndarray, np.ndarray, str, np.ndarray | None]:
     """Rows held out, stratified (random for regression); near-duplicate rows kept on one side
     when they are common (then the clusters are returned, for the CV folds too)."""
     clusters = near_duplicate_clusters(dataset)
