@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from mlflow_agentic.core.errors import UserInputError
-from mlflow_agentic.core.metrics import resolve_metric
+from mlflow_agentic.core.metrics import Metric, resolve_metric
 from mlflow_agentic.core.types import Verdict, is_regression
 from mlflow_agentic.verify import DeterministicVerifier, leakage
 
@@ -58,7 +59,8 @@ def task_of(model_type: str, y: pd.Series) -> str:
 
 
 def evaluate_predictions(features: pd.DataFrame, y: pd.Series, *, model_type: str,
-                         y_pred=None, proba=None, classes: tuple = (), metric: str | None = None,
+                         y_pred: Any = None, proba: np.ndarray | None = None,
+                         classes: tuple = (), metric: str | None = None,
                          margin: float = 0.01) -> ExternalEvaluation:
     """Score predictions (``proba`` columns in ``classes`` order when given) against ``y``."""
     from mlflow_agentic.data import Dataset
@@ -90,7 +92,7 @@ def evaluate_predictions(features: pd.DataFrame, y: pd.Series, *, model_type: st
                               findings, len(y), task)
 
 
-def _baseline(metric, y: pd.Series, classes: tuple, task: str) -> float:
+def _baseline(metric: Metric, y: pd.Series, classes: tuple, task: str) -> float:
     """The trivial model fitted and scored on these same rows (the class prior, or the mean)."""
     from mlflow_agentic.engine.evaluate.evaluation import baseline_model, predict_outputs
 

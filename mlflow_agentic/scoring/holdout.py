@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -14,6 +15,10 @@ from mlflow_agentic.core.metrics import METRICS
 from mlflow_agentic.core.observer import SearchObserver
 from mlflow_agentic.core.types import AttemptRecord, EngineeringRun, is_classification
 from mlflow_agentic.engine.evaluate.folds import model_output, score_output
+
+if TYPE_CHECKING:
+    from mlflow_agentic.data import Dataset
+    from mlflow_agentic.data.split import Holdout
 
 SELF_DECEPTION_GAP = 0.05
 """CV minus holdout above this (bounded metrics; 5% of the CV score for RMSE/MAE/log loss)."""
@@ -90,13 +95,13 @@ class HoldoutScorer(SearchObserver):
     models on the holdout rows (the loop predicts them without ever holding their labels):
     no refit per attempt. Nothing it computes reaches the loop or the proposer."""
 
-    def __init__(self, holdout, classes: tuple = ()) -> None:
+    def __init__(self, holdout: Holdout, classes: tuple = ()) -> None:
         self.holdout = holdout
         self.classes = tuple(classes)
         self.outputs: dict[int, np.ndarray] = {}
         self.seconds = 0.0
 
-    def on_attempt_predictions(self, record: AttemptRecord, predictions) -> None:
+    def on_attempt_predictions(self, record: AttemptRecord, predictions: np.ndarray) -> None:
         self.outputs[record.index] = np.asarray(predictions)
 
     def score(self, record: AttemptRecord) -> float:
@@ -105,8 +110,8 @@ class HoldoutScorer(SearchObserver):
                             self.outputs[record.index], self.classes)
 
 
-def score_on_holdout(run: EngineeringRun, train, holdout, scorer: HoldoutScorer | None = None
-                     ) -> HoldoutReport:
+def score_on_holdout(run: EngineeringRun, train: Dataset, holdout: Holdout,
+                     scorer: HoldoutScorer | None = None) -> HoldoutReport:
     """Every attempt's holdout score (its fold models' mean prediction, from ``scorer``), and
     the selected attempt's from the registered model itself (``run.model``, refit on ``train``).
     Without a scorer (or for an attempt it has no predictions for) only the model is scored."""

@@ -8,6 +8,7 @@ it knows: it says how much the comparison could move had other rows been sealed.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -74,7 +75,7 @@ class PairedComparison:
                 f"{self.n_rows} rows)")
 
 
-def paired_bootstrap(metric: str, y_true, ours: Outputs, theirs: Outputs, *,
+def paired_bootstrap(metric: str, y_true: np.ndarray, ours: Outputs, theirs: Outputs, *,
                      resamples: int = RESAMPLES, seed: int = 0) -> PairedComparison:
     """Compare ``ours`` with ``theirs`` on the rows of ``y_true`` (seeded: the same inputs give
     the same interval). Resamples on which the metric is undefined (one class only) are
@@ -116,7 +117,7 @@ BLOCK = 64
 """Resamples weighed at once (a block of row counts is ``BLOCK`` x rows)."""
 
 
-def _counts(resampled: list[np.ndarray], n: int):
+def _counts(resampled: list[np.ndarray], n: int) -> Iterator[np.ndarray]:
     """Blocks of row counts: how often each row is in each resample."""
     for start in range(0, len(resampled), BLOCK):
         block = resampled[start:start + BLOCK]
@@ -126,7 +127,7 @@ def _counts(resampled: list[np.ndarray], n: int):
         yield counts
 
 
-def _weighted_auc(y, outputs: Outputs, resampled) -> np.ndarray:
+def _weighted_auc(y: np.ndarray, outputs: Outputs, resampled: list[np.ndarray]) -> np.ndarray:
     """ROC AUC of every resample (NaN where it holds one class only), as ``roc_auc_score`` on
     the resampled rows: ties count a half."""
     positive = np.asarray(y == outputs.classes[1], dtype=float)
@@ -147,8 +148,8 @@ def _weighted_auc(y, outputs: Outputs, resampled) -> np.ndarray:
     return np.concatenate(out)
 
 
-def _weighted_error(power: int):
-    def error(y, outputs: Outputs, resampled) -> np.ndarray:
+def _weighted_error(power: int) -> Callable[[np.ndarray, Outputs, list[np.ndarray]], np.ndarray]:
+    def error(y: np.ndarray, outputs: Outputs, resampled: list[np.ndarray]) -> np.ndarray:
         residual = np.abs(np.asarray(y, dtype=float) - np.asarray(outputs.y_pred, dtype=float))
         out = []
         for counts in _counts(resampled, len(y)):

@@ -4,6 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mlflow_agentic.core.types import EngineeringRun
+    from mlflow_agentic.scoring.holdout import HoldoutReport
 
 TAB10 = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
          "#7f7f7f", "#bcbd22", "#17becf")
@@ -18,7 +23,8 @@ def trainer_colour(trainer: str, trainers: Sequence[str]) -> str:
     return TAB10[list(trainers).index(trainer) % len(TAB10)]
 
 
-def plot_cv_vs_holdout(report, run, path: Path, trainers: Sequence[str] = ()) -> Path:
+def plot_cv_vs_holdout(report: HoldoutReport, run: EngineeringRun, path: Path,
+                       trainers: Sequence[str] = ()) -> Path:
     """One point per attempt, coloured by trainer, shaped by verdict, with its CV fold standard
     deviation as a horizontal error bar; the selected attempt ringed."""
     from matplotlib.figure import Figure  # no pyplot: no global state, faster import
@@ -59,7 +65,7 @@ def plot_cv_vs_holdout(report, run, path: Path, trainers: Sequence[str] = ()) ->
     return path
 
 
-def draw_diagonal(ax, values, pad_share: float) -> None:
+def draw_diagonal(ax: Any, values: Sequence[float], pad_share: float) -> None:
     """The CV = holdout line, with equal axes spanning ``values`` plus a margin."""
     if not values:
         return

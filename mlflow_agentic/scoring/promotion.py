@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from mlflow_agentic.core import evidence as ev
 from mlflow_agentic.core.errors import UserInputError
@@ -114,7 +115,7 @@ def check_min_improvement(value: float) -> None:
                              "metric's units, e.g. 0 (better beyond the noise) or 0.005")
 
 
-def _float(value) -> float | None:
+def _float(value: Any) -> float | None:
     try:
         number = float(value)
     except (TypeError, ValueError):
