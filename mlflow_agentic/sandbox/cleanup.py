@@ -22,9 +22,14 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mlflow_agentic.core.processes import process_alive
+
+if TYPE_CHECKING:
+    from docker.models.containers import Container
+
+    from docker import DockerClient
 
 LABEL = "mlflow-agentic"
 OWNER = "mlflow-agentic.owner"
@@ -66,14 +71,14 @@ def remove_staged(folder: str | None) -> None:
         shutil.rmtree(path, ignore_errors=True)
 
 
-def labelled(client) -> list:
+def labelled(client: DockerClient) -> list:
     """This package's containers, as listed: ``sparse`` so that none is inspected one by one,
     where a container another search removes between the list and the inspect raised NotFound.
     Their labels are in ``attrs["Labels"]``."""
     return client.containers.list(all=True, sparse=True, filters={"label": LABEL})
 
 
-def sweep(client, owner: str | None = None) -> int:
+def sweep(client: DockerClient, owner: str | None = None) -> int:
     """Remove the containers (and their staged folders) of ``owner``, or of every owner that
     is gone when None; then staged folders whose process is gone. Returns containers removed."""
     removed = 0
@@ -117,7 +122,7 @@ class Live:
         with self._lock:
             self._stopping = False
 
-    def add(self, container) -> None:
+    def add(self, container: Container) -> None:
         with self._lock:
             if not self._stopping:
                 self._containers[container.id] = container
@@ -125,7 +130,7 @@ class Live:
         with contextlib.suppress(Exception):
             container.remove(force=True)
 
-    def discard(self, container) -> None:
+    def discard(self, container: Container) -> None:
         with self._lock:
             self._containers.pop(container.id, None)
 

@@ -144,7 +144,7 @@ def _write(out_dir: Path, name: str, data: bytes) -> None:
         os.close(fd)
 
 
-def _predict(np, model, X, task: str, classes: list):
+def _predict(np: Any, model: Any, X: Any, task: str, classes: list) -> Any:
     """Regression values, or class probabilities in ``classes`` order (absent ones: zeros)."""
     if task == "regression":
         return np.asarray(model.predict(X), dtype=float)
@@ -155,7 +155,7 @@ def _predict(np, model, X, task: str, classes: list):
                             for i in order])
 
 
-def _features(model, sample) -> list[str]:
+def _features(model: Any, sample: Any) -> list[str]:
     """The features the fitted pipeline makes: scikit-learn's names where it can say, else the
     columns of the last table a step returns on a few rows (a FunctionTransformer's own)."""
     try:

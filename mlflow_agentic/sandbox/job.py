@@ -16,6 +16,7 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -86,7 +87,7 @@ class SandboxJob:
         return caps
 
     @contextlib.contextmanager
-    def staged(self):
+    def staged(self) -> Iterator[dict[str, Path]]:
         """The job's files in a fresh temporary folder (``write``), removed afterwards; named
         with this process's pid, so a killed search's folders are found (``cleanup``)."""
         folder = Path(tempfile.mkdtemp(prefix=f"{STAGED_PREFIX}{os.getpid()}-"))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import OrderedDict
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -19,6 +20,11 @@ import pandas as pd
 from mlflow_agentic.core.labels import labels_of
 from mlflow_agentic.core.types import is_regression
 from mlflow_agentic.sandbox.job import SandboxFailed, SandboxJob
+
+if TYPE_CHECKING:
+    from sklearn.pipeline import Pipeline
+
+    from mlflow_agentic.sandbox.runners import Sandbox
 
 CACHED_PREDICTIONS = 8
 
@@ -31,7 +37,8 @@ class SandboxedModel:
     runs_generated_code = True
     """What the tracking side looks for: log the bytes, never this object."""
 
-    def __init__(self, sandbox, code: str, model_bytes: bytes, inputs, task: str,
+    def __init__(self, sandbox: Sandbox, code: str, model_bytes: bytes, inputs: Pipeline,
+                 task: str,
                  classes: tuple = (), features: list[str] | None = None) -> None:
         self.sandbox = sandbox
         self.code = code
@@ -70,9 +77,9 @@ class SandboxedModel:
         result = self.sandbox.run(job)
         self.seconds += result.seconds
         self.containers += 1
-        if not result.ok:
+        if not result.ok or result.predictions is None:
             raise SandboxFailed(f"predicting {len(features)} rows in the sandbox failed at "
-                                f"{result.stage}: {result.error}")
+                                f"{result.stage}: {result.error or 'no predictions came back'}")
         self._store(key, result.predictions)
         return result.predictions
 
@@ -87,7 +94,7 @@ class SandboxedModel:
             return out
         return labels_of(out, self.classes)
 
-    def score(self, X: pd.DataFrame, y, sample_weight=None) -> float:
+    def score(self, X: pd.DataFrame, y: Any, sample_weight: Any = None) -> float:
         """scikit-learn's default score (accuracy, or R2 for a regressor), from sandboxed
         predictions: what MLflow's evaluator asks a raw model for."""
         from sklearn.metrics import accuracy_score, r2_score

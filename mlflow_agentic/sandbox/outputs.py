@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import stat
 import tarfile
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, cast
@@ -113,7 +113,7 @@ def stream_bytes(caps: Mapping[str, int]) -> int:
     return sum(caps.values()) + 4096 * (len(caps) + 4)
 
 
-def read_archive(stream, caps: Mapping[str, int], folder: str = "out") -> Outputs:
+def read_archive(stream: Iterable[bytes], caps: Mapping[str, int], folder: str = "out") -> Outputs:
     """The expected files of a tar stream of a container's output folder (``get_archive``):
     members read only when they are regular files directly in ``folder``, within their cap.
     Links, FIFOs and devices are records in the stream; none is followed or made here. Bounded:
@@ -144,7 +144,7 @@ class _Chunks:
     """A file-like reader over the chunks ``get_archive`` yields (tarfile reads in blocks),
     refusing to deliver more than ``limit`` bytes in all."""
 
-    def __init__(self, chunks, limit: int | None = None) -> None:
+    def __init__(self, chunks: Iterable[bytes], limit: int | None = None) -> None:
         self._chunks = iter(chunks)
         self._chunk = memoryview(b"")
         self._at = 0

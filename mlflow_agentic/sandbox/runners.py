@@ -14,15 +14,21 @@ import sys
 import tarfile
 import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass
-from typing import Any, Protocol
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 from mlflow_agentic.sandbox import cleanup
 from mlflow_agentic.sandbox.harness import READY
 from mlflow_agentic.sandbox.image import default_image
 from mlflow_agentic.sandbox.job import SandboxJob, SandboxResult, SandboxUnavailable
 from mlflow_agentic.sandbox.outputs import Outputs, read_archive, read_folder
+
+if TYPE_CHECKING:
+    from docker.models.containers import Container
+
+    from docker import DockerClient
 
 THREADS = {**{v: "1" for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")},
            "JOBLIB_MULTIPROCESSING": "0"}
@@ -144,7 +150,8 @@ class DockerSandbox:
         finally:
             client.close()
 
-    def _run(self, client, job: SandboxJob, paths: dict) -> SandboxResult:
+    def _run(self, client: DockerClient, job: SandboxJob,
+             paths: dict[str, Path]) -> SandboxResult:
         """The container writes its outputs to a size-capped tmpfs (``Limits.outputs``) and
         holds when done; the host copies that folder out as a tar stream (``outputs``: only
         expected regular files within their caps) and removes the container."""
@@ -181,7 +188,7 @@ class DockerSandbox:
         return SandboxResult.read(outputs, job, self.label, time.perf_counter() - started,
                                   {"sandbox.image": self.image, **lim.tags()}, killed, logs)
 
-    def _wait(self, container, deadline: float) -> tuple[str | None, bool]:
+    def _wait(self, container: Container, deadline: float) -> tuple[str | None, bool]:
         """``(killed, ready)``: wait until the harness says its outputs are written, the
         container ends (a crash, a limit), or the wall-clock limit passes (killed)."""
         import requests
@@ -211,7 +218,7 @@ class DockerSandbox:
         return cleanup.LIVE.stop_all()
 
 
-def _copy_out(client, container, caps: dict[str, int]) -> Outputs:
+def _copy_out(client: DockerClient, container: Container, caps: dict[str, int]) -> Outputs:
     """The container's output folder as a tar stream, made inside by ``tar`` (which archives a
     link or a FIFO as what it is) and read here by ``read_archive``: nothing is written on the
     host, nothing is followed."""
@@ -256,7 +263,7 @@ class HostSandbox:
         with job.staged() as paths:
             return self._run(job, paths)
 
-    def _run(self, job: SandboxJob, paths: dict) -> SandboxResult:
+    def _run(self, job: SandboxJob, paths: dict[str, Path]) -> SandboxResult:
         folder = paths["out"].parent
         started = time.perf_counter()
         proc = subprocess.Popen(
@@ -277,7 +284,7 @@ class HostSandbox:
 
 
 def make_sandbox(allow_host_execution: bool = False, image: str | None = None,
-                 limits: Limits | None = None):
+                 limits: Limits | None = None) -> Sandbox:
     """The sandbox code mode runs in: Docker, checked now (fail closed), or the host only when
     the user said so."""
     if allow_host_execution:
@@ -285,7 +292,7 @@ def make_sandbox(allow_host_execution: bool = False, image: str | None = None,
     return DockerSandbox(image, limits).check()
 
 
-def run_all(sandbox, jobs: Sequence[SandboxJob], parallel: int = 1) -> list[SandboxResult]:
+def run_all(sandbox: Sandbox, jobs: Sequence[SandboxJob], parallel: int = 1) -> list[SandboxResult]:
     """Each job in a fresh sandbox, ``parallel`` at a time; results in the jobs' order. The
     jobs are one candidate's folds and any failure fails it: at the first failed job the rest
     are not started and the running ones are stopped (their results say so), so a candidate
@@ -321,7 +328,7 @@ def run_all(sandbox, jobs: Sequence[SandboxJob], parallel: int = 1) -> list[Sand
         cleanup.LIVE.reopen()  # its threads are done: a later job (a refit, a prediction) runs
 
 
-def _ran_ok(future) -> bool:
+def _ran_ok(future: Future) -> bool:
     """Whether a job the early stop did not cancel finished well (one it stopped may raise)."""
     if future.cancelled():
         return False
@@ -331,7 +338,7 @@ def _ran_ok(future) -> bool:
         return False
 
 
-def _not_run(job: SandboxJob, sandbox, failed: SandboxResult | None) -> SandboxResult:
+def _not_run(job: SandboxJob, sandbox: Sandbox, failed: SandboxResult | None) -> SandboxResult:
     """A job left out because another of its candidate's jobs failed first."""
     why = f"not run: another fold failed first ({failed.stage if failed else 'stopped'})"
     return SandboxResult(False, "skipped", sandbox.label, error=why)

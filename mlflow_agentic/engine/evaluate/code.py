@@ -66,6 +66,8 @@ def evaluate_code(sandbox: Sandbox | None, dataset: Dataset, splits: Splits, met
                   parallel: int = 1) -> tuple[Outcome, SandboxResult]:
     """Run ``code`` in ``sandbox`` (``DockerSandbox`` or ``HostSandbox``), one job per fold
     (``parallel`` at a time); a failure in any fold is the outcome's error, with its stage."""
+    if sandbox is None:
+        raise SandboxFailed("a code-mode candidate runs in its sandbox: none was given")
     y = dataset.y.to_numpy()
     features = input_step(dataset, dropped).transform(dataset.X)
     classes = classes_of(dataset)
