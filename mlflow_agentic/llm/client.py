@@ -12,9 +12,12 @@ import os
 import time
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mlflow_agentic.core.threads import in_background
+
+if TYPE_CHECKING:
+    from openai import OpenAI
 
 MODES = ("json_schema", "json_object", "text")
 
@@ -96,10 +99,10 @@ class LLMClient:
     def __init__(self, config: LLMConfig | None = None) -> None:
         self.config = (config or LLMConfig()).resolved()
         self.mode = MODES[0]
-        self._client = None
+        self._client: OpenAI | None = None
 
     @property
-    def client(self):
+    def client(self) -> OpenAI:
         if self._client is None:
             try:
                 from openai import OpenAI
@@ -155,7 +158,8 @@ class LLMClient:
                                      f"{'; '.join(errors)}")
             time.sleep(pause)
 
-    def _create(self, messages: list[dict], schema: dict, name: str, deadline: float | None):
+    def _create(self, messages: list[dict], schema: dict, name: str,
+                deadline: float | None) -> Any:
         """The SDK call in a thread, waited for ``config.timeout`` at most (cut at
         ``deadline``); past that the connection is closed under it and the attempt counts as
         timed out."""
@@ -200,7 +204,7 @@ class LLMClient:
             return {"response_format": {"type": "json_object", "schema": schema}}
         return {}
 
-    def _downgrade(self, exc) -> bool:
+    def _downgrade(self, exc: Any) -> bool:
         """A server that rejects a response_format gets the next simpler one, once."""
         if self.mode == "text" or exc.status_code == 429 or exc.status_code in (502, 503, 504):
             return False

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 PRICES_PER_MILLION: dict[str, tuple[float, float]] = {
     "gpt-4o": (2.50, 10.00),
@@ -20,6 +22,19 @@ PRICES_PER_MILLION: dict[str, tuple[float, float]] = {
 }
 ESTIMATED_COMPLETION_TOKENS = 300
 CHARS_PER_TOKEN = 4
+
+
+class PricedCall(Protocol):
+    """What the cost cap reads of a call already made (``proposers.llm.Exchange``)."""
+
+    @property
+    def cost_usd(self) -> float: ...
+
+    @property
+    def prompt_tokens(self) -> int: ...
+
+    @property
+    def completion_tokens(self) -> int: ...
 
 
 def price_table(overrides: dict[str, tuple[float, float]] | None = None
@@ -48,7 +63,7 @@ def parse_prices(text: str, where: str) -> dict[str, tuple[float, float]]:
     return checked_prices(data, where)
 
 
-def checked_prices(data, where: str) -> dict[str, tuple[float, float]]:
+def checked_prices(data: Any, where: str) -> dict[str, tuple[float, float]]:
     """``data`` as a price table: every price a finite number >= 0 (a negative or NaN price
     would let a cost cap never bind)."""
     import math
@@ -85,7 +100,8 @@ def estimate_next_cost(model: str, prompt_chars: int, table: dict[str, tuple[flo
     return cost_usd(model, prompt_chars // CHARS_PER_TOKEN + 1, completion, table)
 
 
-def cap_reached(model: str, messages: list[dict], exchanges, table: dict[str, tuple[float, float]],
+def cap_reached(model: str, messages: list[dict], exchanges: Sequence[PricedCall],
+                table: dict[str, tuple[float, float]],
                 cap: float | None) -> str | None:
     """Why the next call (``messages``) would break the cost ``cap`` given the calls made so
     far (``exchanges``, with ``prompt_tokens``, ``completion_tokens``, ``cost_usd``); None

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from mlflow_agentic.core.types import is_classification
+
+if TYPE_CHECKING:
+    from mlflow_agentic.core.observer import SearchContext
 
 TOP_HISTORY = 8
 
@@ -17,7 +21,8 @@ SYSTEM = (
 )
 
 
-def build_messages(context, history: Sequence, trainers: Sequence[str]) -> list[dict]:
+def build_messages(context: SearchContext, history: Sequence,
+                   trainers: Sequence[str]) -> list[dict]:
     from mlflow_agentic.trainers.registry import get_trainer
 
     dataset = context.dataset
@@ -33,7 +38,7 @@ def build_messages(context, history: Sequence, trainers: Sequence[str]) -> list[
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
 
 
-def task_facts(context) -> dict:
+def task_facts(context: SearchContext) -> dict:
     """The task as every prompt states it: aggregates and column names, no cell value."""
     dataset, metric = context.dataset, context.metric
     brief = context.briefing

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from mlflow_agentic.core.errors import UserInputError
 from mlflow_agentic.llm.client import (
+    LLMClient,
     LLMConfig,
     LLMOutputError,
     LLMReply,
@@ -32,7 +33,7 @@ class ReplayClient:
     """Implements ``complete_json`` like ``LLMClient``, from a recording; past its end, ``then``
     (a live client) answers, or the endpoint counts as gone."""
 
-    def __init__(self, exchanges: list[dict], then=None) -> None:
+    def __init__(self, exchanges: list[dict], then: LLMClient | None = None) -> None:
         self.exchanges = list(exchanges)
         self.position = 0
         self.then = then
@@ -40,7 +41,7 @@ class ReplayClient:
         self.config = then.config if then is not None else LLMConfig(
             model=first.get("model", "replay"), base_url="replay")
 
-    def complete_json(self, messages, schema, name: str = "proposal",
+    def complete_json(self, messages: list[dict], schema: dict, name: str = "proposal",
                       deadline: float | None = None) -> LLMReply:
         if self.position >= len(self.exchanges):
             if self.then is not None:

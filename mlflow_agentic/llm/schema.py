@@ -17,18 +17,18 @@ class Proposal(BaseModel):
 
     @field_validator("params", mode="before")
     @classmethod
-    def _params_or_empty(cls, value):
+    def _params_or_empty(cls, value: Any) -> Any:
         """Malformed params degrade to ``{}`` (the trainer's defaults), not to a failure."""
         return value if isinstance(value, dict) else {}
 
     @field_validator("rationale", mode="before")
     @classmethod
-    def _text(cls, value):
+    def _text(cls, value: Any) -> str:
         return "" if value is None else str(value)
 
     @field_validator("expected_score", mode="before")
     @classmethod
-    def _number_or_none(cls, value):
+    def _number_or_none(cls, value: Any) -> float | None:
         try:
             return float(value)
         except (TypeError, ValueError):

@@ -14,7 +14,7 @@ import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -27,6 +27,9 @@ from mlflow_agentic.llm.replay import ReplayClient
 from mlflow_agentic.llm.schema import Proposal, proposal_schema
 from mlflow_agentic.proposers.optuna import OptunaProposer
 from mlflow_agentic.trainers.registry import get_trainer
+
+if TYPE_CHECKING:
+    from mlflow_agentic.core.observer import SearchContext
 
 Shape = TypeVar("Shape", bound=BaseModel)
 
@@ -116,7 +119,7 @@ class LLMProposer(CandidateProposer):
             self.llm = ReplayClient(list(resumed), then=self.llm)
         self.max_cost_usd = max_cost_usd
         self.prices = price_table(prices)
-        self.context = None
+        self.context: SearchContext | None = None
         self.exchanges: list[Exchange] = []
         self.max_reasks = max_reasks
         """An unusable answer (prose, empty, truncated, off-schema) is re-asked this many times
@@ -137,7 +140,7 @@ class LLMProposer(CandidateProposer):
     def spent_usd(self) -> float:
         return sum(e.cost_usd for e in self.exchanges)
 
-    def start(self, context) -> None:
+    def start(self, context: SearchContext) -> None:
         self.context = context
 
     def propose_initial(self, dataset, trainers: Sequence[str]) -> list[SolutionCandidate]:
@@ -148,6 +151,8 @@ class LLMProposer(CandidateProposer):
         """Ask the LLM; re-ask an unusable answer with what was wrong (``max_reasks`` times),
         then fall back to a deterministic suggestion. None only when the search must stop:
         the cost cap, or an endpoint that keeps failing (``stop_reason`` says which)."""
+        if self.context is None:
+            raise RuntimeError("the LLM proposer is asked before its search started (start)")
         messages = build_messages(self.context, history, trainers)
         problem = ""
         for _ in range(1 + self.max_reasks):
