@@ -33,12 +33,13 @@ class ReplayClient:
     """Implements ``complete_json`` like ``LLMClient``, from a recording; past its end, ``then``
     (a live client) answers, or the endpoint counts as gone."""
 
-    def __init__(self, exchanges: list[dict], then: LLMClient | None = None) -> None:
+    def __init__(self, exchanges: list[dict],
+                 then: LLMClient | ReplayClient | None = None) -> None:
         self.exchanges = list(exchanges)
         self.position = 0
         self.then = then
         first = next((e for e in self.exchanges if e.get("model")), {})
-        self.config = then.config if then is not None else LLMConfig(
+        self.config: LLMConfig = then.config if then is not None else LLMConfig(
             model=first.get("model", "replay"), base_url="replay")
 
     def complete_json(self, messages: list[dict], schema: dict, name: str = "proposal",

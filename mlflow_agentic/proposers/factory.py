@@ -6,9 +6,15 @@ import importlib.util
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mlflow_agentic.core.errors import ProposerOutputError, UserInputError
+
+if TYPE_CHECKING:
+    from mlflow_agentic.core.dataset_like import DatasetLike
+    from mlflow_agentic.core.protocol import CandidateProposer
+    from mlflow_agentic.proposers.sequence import SequenceProposer
+    from mlflow_agentic.sandbox.runners import Limits, Sandbox
 
 PROPOSERS = ("optuna", "sequence", "llm", "random", "code")
 
@@ -40,7 +46,7 @@ class CodeOptions:
     max_experiments: int = 4
     allow_host_execution: bool = False
     image: str | None = None
-    limits: object = None
+    limits: Limits | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.max_experiments, bool) or not isinstance(self.max_experiments, int) \
@@ -48,7 +54,7 @@ class CodeOptions:
             raise UserInputError(f"max experiments {self.max_experiments!r}: expected a whole "
                                  "number >= 1")
 
-    def sandbox(self):
+    def sandbox(self) -> Sandbox:
         """The sandbox, checked now (fail closed: no Docker, no code mode, unless host
         execution is allowed)."""
         from mlflow_agentic.sandbox import SandboxUnavailable, make_sandbox
@@ -59,10 +65,10 @@ class CodeOptions:
             raise UserInputError(str(exc)) from exc
 
 
-def build_proposer(name: str, *, seed: int, trainers: Sequence[str], dataset,
+def build_proposer(name: str, *, seed: int, trainers: Sequence[str], dataset: DatasetLike,
                    candidates: str | None = None, optuna_storage: str | None = None,
                    llm: LLMOptions | None = None, code: CodeOptions | None = None,
-                   portfolio: str = "builtin"):
+                   portfolio: str = "builtin") -> CandidateProposer:
     """A fresh proposer. Call it only after the holdout is sealed."""
     from mlflow_agentic.proposers import OptunaProposer, RandomProposer, SequenceProposer
 
@@ -112,7 +118,8 @@ def check_llm_endpoint(llm: LLMOptions, hint: str, proposer: str = "llm") -> Non
         raise UserInputError(f"{exc}. {hint}") from exc
 
 
-def load_candidates(path: str, trainers: Sequence[str], dataset):
+def load_candidates(path: str, trainers: Sequence[str],
+                    dataset: DatasetLike) -> SequenceProposer:
     """A sequence proposer from a JSON file, every candidate checked against the trainers."""
     from mlflow_agentic.proposers import SequenceProposer
     from mlflow_agentic.trainers import get_trainer

@@ -20,7 +20,13 @@ from pydantic import BaseModel, ValidationError
 
 from mlflow_agentic.core.protocol import CandidateProposer
 from mlflow_agentic.core.types import AttemptRecord, SolutionCandidate, StopKind, StopReason
-from mlflow_agentic.llm.client import LLMClient, LLMConfig, LLMOutputError, LLMUnavailable
+from mlflow_agentic.llm.client import (
+    LLMClient,
+    LLMConfig,
+    LLMOutputError,
+    LLMReply,
+    LLMUnavailable,
+)
 from mlflow_agentic.llm.pricing import cap_reached, cost_usd, price_table
 from mlflow_agentic.llm.prompt import build_messages
 from mlflow_agentic.llm.replay import ReplayClient
@@ -29,6 +35,7 @@ from mlflow_agentic.proposers.optuna import OptunaProposer
 from mlflow_agentic.trainers.registry import get_trainer
 
 if TYPE_CHECKING:
+    from mlflow_agentic.core.dataset_like import DatasetLike
     from mlflow_agentic.core.observer import SearchContext
 
 Shape = TypeVar("Shape", bound=BaseModel)
@@ -59,8 +66,9 @@ class Exchange:
     """Who asked: ``propose`` (the LLM proposer), or a code-mode role (planner, coder, critic,
     submitter). The trace is named ``llm.<role>``."""
 
-    def ask(self, client, schema: dict, prices, name: str = "proposal",
-            deadline: float | None = None):
+    def ask(self, client: LLMClient | ReplayClient, schema: dict,
+            prices: dict[str, tuple[float, float]], name: str = "proposal",
+            deadline: float | None = None) -> LLMReply | None:
         """Send ``messages`` to ``client`` and keep what came back (text, tokens, tries, cost).
         The reply, or None when the endpoint failed (``error`` starts with ``unavailable``); an
         unreadable answer is kept with ``error`` saying so. ``deadline``: the search's time
@@ -82,7 +90,7 @@ class Exchange:
                                      prices)
         return reply
 
-    def validated(self, shape: type[Shape], data) -> Shape | None:
+    def validated(self, shape: type[Shape], data: Any) -> Shape | None:
         """``data`` as ``shape``, or None with ``error`` naming each off-schema field."""
         try:
             return shape.model_validate(data)
@@ -110,7 +118,8 @@ class LLMProposer(CandidateProposer):
     def __init__(self, model: str | None = None, base_url: str | None = None,
                  api_key: str | None = None, *, timeout: float = 60.0, max_attempts: int = 4,
                  backoff: float = 0.5, max_cost_usd: float | None = None,
-                 prices: dict[str, tuple[float, float]] | None = None, client=None,
+                 prices: dict[str, tuple[float, float]] | None = None,
+                 client: LLMClient | ReplayClient | None = None,
                  seed: int | None = None, max_reasks: int = 2,
                  resumed: Sequence[dict] = ()) -> None:
         self.llm = client or LLMClient(LLMConfig(model, base_url, api_key, timeout,
@@ -143,11 +152,12 @@ class LLMProposer(CandidateProposer):
     def start(self, context: SearchContext) -> None:
         self.context = context
 
-    def propose_initial(self, dataset, trainers: Sequence[str]) -> list[SolutionCandidate]:
+    def propose_initial(self, dataset: DatasetLike,
+                        trainers: Sequence[str]) -> list[SolutionCandidate]:
         return [SolutionCandidate(t, {}, "trainer defaults (seed, no LLM call)") for t in trainers]
 
-    def propose_next(self, dataset, history: Sequence[AttemptRecord], trainers: Sequence[str]
-                     ) -> SolutionCandidate | None:
+    def propose_next(self, dataset: DatasetLike, history: Sequence[AttemptRecord],
+                     trainers: Sequence[str]) -> SolutionCandidate | None:
         """Ask the LLM; re-ask an unusable answer with what was wrong (``max_reasks`` times),
         then fall back to a deterministic suggestion. None only when the search must stop:
         the cost cap, or an endpoint that keeps failing (``stop_reason`` says which)."""
@@ -212,7 +222,8 @@ class LLMProposer(CandidateProposer):
         self._report(exchange)
         return None if self.stop_reason is not None else exchange
 
-    def _accept(self, dataset, exchange: Exchange, trainers: Sequence[str]) -> SolutionCandidate:
+    def _accept(self, dataset: DatasetLike, exchange: Exchange,
+                trainers: Sequence[str]) -> SolutionCandidate:
         proposal = exchange.candidate
         assert proposal is not None, "only an exchange holding a proposal is accepted"
         params = self._in_space(dataset, proposal.trainer, dict(proposal.params),
@@ -223,7 +234,8 @@ class LLMProposer(CandidateProposer):
                                                source="llm")
         return exchange.candidate
 
-    def _fallback(self, dataset, history: Sequence[AttemptRecord], trainers: Sequence[str],
+    def _fallback(self, dataset: DatasetLike, history: Sequence[AttemptRecord],
+                  trainers: Sequence[str],
                   problem: str) -> SolutionCandidate:
         """Optuna's next trial (seeded), told every attempt so far: the search goes on."""
         if self._fallback_proposer is None:
@@ -244,7 +256,8 @@ class LLMProposer(CandidateProposer):
             emit("on_llm_call", exchange)
 
     @staticmethod
-    def _in_space(dataset, trainer: str, params: dict[str, Any], notes: list[str]) -> dict:
+    def _in_space(dataset: DatasetLike, trainer: str, params: dict[str, Any],
+                  notes: list[str]) -> dict:
         space = get_trainer(trainer).space(dataset)
         kept = {}
         for key, value in params.items():

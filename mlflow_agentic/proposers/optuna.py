@@ -15,6 +15,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import optuna
 
+    from mlflow_agentic.core.dataset_like import DatasetLike
+    from mlflow_agentic.core.observer import SearchContext
+
 from mlflow_agentic.core.protocol import CandidateProposer
 from mlflow_agentic.core.types import AttemptRecord, SolutionCandidate
 from mlflow_agentic.trainers.registry import get_trainer
@@ -41,7 +44,8 @@ class OptunaProposer(CandidateProposer):
     Fixed, not tied to ``n_jobs``, so a seeded search proposes the same with any ``n_jobs``."""
 
     def __init__(self, seed: int = 0, storage: str | None = None, study_name: str | None = None,
-                 sampler=None, seed_defaults: bool = True, portfolio: str = "builtin") -> None:
+                 sampler: optuna.samplers.BaseSampler | None = None,
+                 seed_defaults: bool = True, portfolio: str = "builtin") -> None:
         self.seed = seed
         self.portfolio = portfolio
         """The first trials: ``builtin`` (the shipped portfolio), ``defaults`` (each trainer at
@@ -54,7 +58,7 @@ class OptunaProposer(CandidateProposer):
         self._pending: dict[int, tuple[SolutionCandidate, Any]] = {}
 
     # ---- protocol ---------------------------------------------------------------------------
-    def start(self, context) -> None:
+    def start(self, context: SearchContext) -> None:
         """A large table searched against the clock is not seeded with the slow trainers
         (``portfolio.starts``): their first fits would take the minute the boosters need."""
         search = getattr(context, "search", None)
@@ -64,14 +68,15 @@ class OptunaProposer(CandidateProposer):
 
     slow_seeds = True
 
-    def propose_initial(self, dataset, trainers: Sequence[str]) -> list[SolutionCandidate]:
+    def propose_initial(self, dataset: DatasetLike,
+                        trainers: Sequence[str]) -> list[SolutionCandidate]:
         self._create_study(dataset, trainers)
         if not self.seed_defaults:
             return [self._ask(dataset, trainers, "optuna TPE (random start)")]
         whys = self._enqueue_starts(dataset, trainers)
         return [self._ask(dataset, trainers, f"{why} (enqueued Optuna trial)") for why in whys]
 
-    def _enqueue_starts(self, dataset, trainers: Sequence[str]) -> list[str]:
+    def _enqueue_starts(self, dataset: DatasetLike, trainers: Sequence[str]) -> list[str]:
         """The portfolio's configurations, then the other trainers at their defaults, as the
         study's first trials; returns why each was chosen."""
         from mlflow_agentic.trainers.portfolio import starts
@@ -87,11 +92,11 @@ class OptunaProposer(CandidateProposer):
     def run_params(self) -> dict[str, str]:
         return {"portfolio": self.portfolio}
 
-    def propose_next(self, dataset, history: Sequence[AttemptRecord], trainers: Sequence[str]
-                     ) -> SolutionCandidate | None:
+    def propose_next(self, dataset: DatasetLike, history: Sequence[AttemptRecord],
+                     trainers: Sequence[str]) -> SolutionCandidate | None:
         return self._ask(dataset, trainers, None)
 
-    def suggest(self, dataset, trainers: Sequence[str], *, why: str = "",
+    def suggest(self, dataset: DatasetLike, trainers: Sequence[str], *, why: str = "",
                 source: str = "") -> SolutionCandidate:
         """The study's next trial for another proposer (the LLM's fallback): ``why`` is added
         to the rationale, ``source`` marks the candidate; its result is told by ``observe``."""
@@ -116,7 +121,7 @@ class OptunaProposer(CandidateProposer):
         else:
             study.tell(trial, record.utility)
 
-    def learn(self, dataset, record: AttemptRecord, trainers: Sequence[str]) -> None:
+    def learn(self, dataset: DatasetLike, record: AttemptRecord, trainers: Sequence[str]) -> None:
         """Tell the study about an attempt someone else proposed (its params as a finished
         trial), so a study started late (the LLM's fallback) learns from the whole search."""
         import optuna
@@ -141,14 +146,14 @@ class OptunaProposer(CandidateProposer):
             state=TrialState.COMPLETE if ok else TrialState.FAIL))
 
     # ---- internals --------------------------------------------------------------------------
-    def _study(self, dataset, trainers: Sequence[str]) -> optuna.Study:
+    def _study(self, dataset: DatasetLike, trainers: Sequence[str]) -> optuna.Study:
         """The study, created on first use."""
         if self.study is None:
             self._create_study(dataset, trainers)
         assert self.study is not None
         return self.study
 
-    def _create_study(self, dataset, trainers: Sequence[str]) -> None:
+    def _create_study(self, dataset: DatasetLike, trainers: Sequence[str]) -> None:
         import optuna
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -158,21 +163,23 @@ class OptunaProposer(CandidateProposer):
             direction="maximize", sampler=sampler, storage=self.storage,
             study_name=self.study_name, load_if_exists=self.storage is not None)
 
-    def _default_sampler(self, trainers: Sequence[str]):
+    def _default_sampler(self, trainers: Sequence[str]) -> optuna.samplers.BaseSampler:
         import optuna
 
         return optuna.samplers.TPESampler(
             seed=self.seed, multivariate=True, group=True, n_startup_trials=len(trainers),
             constant_liar=True)
 
-    def _rationale(self, trial) -> str:
+    def _rationale(self, trial: optuna.trial.Trial) -> str:
         return f"optuna TPE trial #{trial.number} (seed {self.seed})"
 
-    def _ask(self, dataset, trainers: Sequence[str], rationale: str | None) -> SolutionCandidate:
+    def _ask(self, dataset: DatasetLike, trainers: Sequence[str],
+             rationale: str | None) -> SolutionCandidate:
         trial = self._study(dataset, trainers).ask()
         return self._candidate(dataset, trainers, trial, rationale or self._rationale(trial))
 
-    def _candidate(self, dataset, trainers: Sequence[str], trial, rationale: str,
+    def _candidate(self, dataset: DatasetLike, trainers: Sequence[str], trial: optuna.trial.Trial,
+                   rationale: str,
                    source: str = "") -> SolutionCandidate:
         name = trial.suggest_categorical(TRAINER_PARAM, list(trainers))
         space = get_trainer(name).space(dataset)

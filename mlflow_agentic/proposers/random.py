@@ -8,9 +8,15 @@ any proposer worth paying for must beat it on the same budget.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from mlflow_agentic.core.types import SolutionCandidate
 from mlflow_agentic.proposers.optuna import OptunaProposer
+
+if TYPE_CHECKING:
+    import optuna
+
+    from mlflow_agentic.core.dataset_like import DatasetLike
 
 
 class RandomProposer(OptunaProposer):
@@ -21,14 +27,15 @@ class RandomProposer(OptunaProposer):
     def __init__(self, seed: int = 0) -> None:
         super().__init__(seed=seed, seed_defaults=False)
 
-    def propose_initial(self, dataset, trainers: Sequence[str]) -> list[SolutionCandidate]:
+    def propose_initial(self, dataset: DatasetLike,
+                        trainers: Sequence[str]) -> list[SolutionCandidate]:
         self._create_study(dataset, trainers)
         return [self._ask(dataset, trainers, None)]
 
-    def _default_sampler(self, trainers: Sequence[str]):
+    def _default_sampler(self, trainers: Sequence[str]) -> optuna.samplers.BaseSampler:
         import optuna
 
         return optuna.samplers.RandomSampler(seed=self.seed)
 
-    def _rationale(self, trial) -> str:
+    def _rationale(self, trial: optuna.trial.Trial) -> str:
         return f"uniform random draw #{trial.number + 1} (seed {self.seed})"

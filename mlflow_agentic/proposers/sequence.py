@@ -5,10 +5,14 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from mlflow_agentic.core.errors import UserInputError
 from mlflow_agentic.core.protocol import CandidateProposer
 from mlflow_agentic.core.types import AttemptRecord, SolutionCandidate
+
+if TYPE_CHECKING:
+    from mlflow_agentic.core.dataset_like import DatasetLike
 
 
 class SequenceProposer(CandidateProposer):
@@ -42,12 +46,13 @@ class SequenceProposer(CandidateProposer):
                                  '{"trainer": "xgboost", "params": {"max_depth": 4}}')
         return cls(items)
 
-    def propose_initial(self, dataset, trainers: Sequence[str]) -> list[SolutionCandidate]:
+    def propose_initial(self, dataset: DatasetLike,
+                        trainers: Sequence[str]) -> list[SolutionCandidate]:
         self._next = 1
         return [self.candidates[0]]
 
-    def propose_next(self, dataset, history: Sequence[AttemptRecord], trainers: Sequence[str]
-                     ) -> SolutionCandidate | None:
+    def propose_next(self, dataset: DatasetLike, history: Sequence[AttemptRecord],
+                     trainers: Sequence[str]) -> SolutionCandidate | None:
         if self._next >= len(self.candidates):
             return None
         candidate = self.candidates[self._next]
@@ -55,7 +60,7 @@ class SequenceProposer(CandidateProposer):
         return candidate
 
 
-def _as_candidate(item) -> SolutionCandidate:
+def _as_candidate(item: Any) -> SolutionCandidate:
     if isinstance(item, SolutionCandidate):
         return item
     if isinstance(item, str):

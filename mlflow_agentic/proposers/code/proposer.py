@@ -22,7 +22,7 @@ import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mlflow_agentic.core.errors import AgenticError
 from mlflow_agentic.core.observer import SearchContext
@@ -35,6 +35,9 @@ from mlflow_agentic.llm.prompt import task_facts
 from mlflow_agentic.llm.replay import ReplayClient
 from mlflow_agentic.proposers.code import roles
 from mlflow_agentic.proposers.llm import Exchange, Shape
+
+if TYPE_CHECKING:
+    from mlflow_agentic.core.dataset_like import DatasetLike
 
 CODER_MAX_TOKENS = 3000
 """A candidate.py is a page of code; the other roles answer in a few lines."""
@@ -85,7 +88,8 @@ class CodeProposer(CodeModeProposer):
     def __init__(self, model: str | None = None, base_url: str | None = None, *,
                  critic_model: str | None = None, max_experiments: int = 4,
                  max_cost_usd: float | None = None, seed: int | None = None,
-                 resumed: Sequence[dict] = (), client=None, critic_client=None,
+                 resumed: Sequence[dict] = (), client: LLMClient | ReplayClient | None = None,
+                 critic_client: LLMClient | ReplayClient | None = None,
                  timeout: float = 120.0) -> None:
         self.llm = client or LLMClient(LLMConfig(model, base_url, timeout=timeout, seed=seed,
                                                  max_tokens=CODER_MAX_TOKENS))
@@ -110,14 +114,14 @@ class CodeProposer(CodeModeProposer):
             params["critic_model"] = self.critic_model
         return params
 
-    def start(self, context) -> None:
+    def start(self, context: SearchContext) -> None:
         self.context = context
 
-    def propose_initial(self, dataset, trainers: Sequence[str]) -> list:
+    def propose_initial(self, dataset: DatasetLike, trainers: Sequence[str]) -> list:
         return []  # every code attempt is planned and written; there is no default to seed
 
-    def propose_next(self, dataset, history: Sequence[AttemptRecord], trainers: Sequence[str]
-                     ) -> SolutionCandidate | None:
+    def propose_next(self, dataset: DatasetLike, history: Sequence[AttemptRecord],
+                     trainers: Sequence[str]) -> SolutionCandidate | None:
         s = self.state
         if s.experiments >= self.max_experiments:
             self.stop_reason = StopReason(StopKind.EXHAUSTED, (
@@ -173,7 +177,7 @@ class CodeProposer(CodeModeProposer):
         return answer.attempt, answer.why.strip() or "-"
 
     # ---- roles' helpers -----------------------------------------------------------------------
-    def _plan(self, history) -> list[roles.Hypothesis] | None:
+    def _plan(self, history: Sequence[AttemptRecord]) -> list[roles.Hypothesis] | None:
         s = self.state
         wanted = self.max_experiments - s.experiments
         answer, problem = self._ask("planner", self.llm, roles.planner_messages(
@@ -216,8 +220,8 @@ class CodeProposer(CodeModeProposer):
         return [f.to_dict() for f in brief.findings] if brief is not None else []
 
     # ---- one call -----------------------------------------------------------------------------
-    def _ask(self, role: str, client, messages: list[dict], shape: type[Shape],
-             reasks: int = 1) -> tuple[Shape | None, str]:
+    def _ask(self, role: str, client: LLMClient | ReplayClient, messages: list[dict],
+             shape: type[Shape], reasks: int = 1) -> tuple[Shape | None, str]:
         """``(answer, problem)``: the role's validated answer, re-asked ``reasks`` times with
         what was wrong; None and why when there is none (``stop_reason`` set when the search
         must stop: the endpoint, the cost cap)."""
@@ -242,8 +246,8 @@ class CodeProposer(CodeModeProposer):
                          "asked, and nothing else."}]
         return None, problem
 
-    def _call(self, role: str, client, messages: list[dict], shape: type[Shape]
-              ) -> tuple[Exchange, Shape | None]:
+    def _call(self, role: str, client: LLMClient | ReplayClient, messages: list[dict],
+              shape: type[Shape]) -> tuple[Exchange, Shape | None]:
         """One call and its validated answer (None: ``error`` says why), answered from the
         resumed search's traces while they last; reported."""
         if self.replay is not None and self.replay.position < len(self.replay.exchanges):

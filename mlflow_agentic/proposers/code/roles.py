@@ -11,9 +11,13 @@ import builtins
 import json
 import re
 from collections.abc import Collection, Sequence
+from typing import TYPE_CHECKING, Any
 
 import sklearn
 from pydantic import BaseModel, Field, field_validator
+
+if TYPE_CHECKING:
+    from mlflow_agentic.core.types import AttemptRecord
 
 CONTRACT = f"""Write candidate.py, a Python module defining:
 
@@ -39,7 +43,7 @@ class Hypothesis(BaseModel):
 
     @field_validator("idea", mode="before")
     @classmethod
-    def _text(cls, value):
+    def _text(cls, value: Any) -> str:
         return "" if value is None else str(value)
 
 
@@ -128,7 +132,7 @@ KNOWN_EXCEPTIONS = frozenset(
     "SandboxFailed", "CoderFailed"}
 
 
-def verdict_words(record, columns: Collection[str]) -> str:
+def verdict_words(record: AttemptRecord, columns: Collection[str]) -> str:
     """The verifier's reason (the engine's own words); a failure's as ``error_words``."""
     if record.failed:
         return "failed: " + error_words(record.error or "")
@@ -177,12 +181,13 @@ def attempt_lines(history: Sequence, notes: dict[int, str],
     return lines
 
 
-def constraints(dropped: Sequence[str], cv_advice: str) -> dict:
+def constraints(dropped: Collection[str], cv_advice: str) -> dict:
     return {"dropped_columns (never use these)": list(dropped),
             "cv_advice (from the critic)": cv_advice or "none"}
 
 
-def planner_messages(facts: dict, history: Sequence, notes: dict[int, str], dropped,
+def planner_messages(facts: dict, history: Sequence, notes: dict[int, str],
+                     dropped: Collection[str],
                      cv_advice: str, wanted: int) -> list[dict]:
     return [_system("PLANNER", (
         f"Rank up to {wanted} hypotheses for the next experiments: feature engineering, "
@@ -194,7 +199,7 @@ def planner_messages(facts: dict, history: Sequence, notes: dict[int, str], drop
 
 
 def coder_messages(facts: dict, hypothesis: Hypothesis, history: Sequence,
-                   notes: dict[int, str], columns: dict[str, str], dropped,
+                   notes: dict[int, str], columns: dict[str, str], dropped: Collection[str],
                    cv_advice: str) -> list[dict]:
     return [_system("CODER", "Write candidate.py for one hypothesis.\n\n" + CONTRACT,
                     '{"code": "<the whole candidate.py>", "rationale": str}'),
@@ -205,7 +210,7 @@ def coder_messages(facts: dict, hypothesis: Hypothesis, history: Sequence,
                   ("Constraints", constraints(dropped, cv_advice)))]
 
 
-def critic_messages(findings: list[dict], record, features: Sequence[str],
+def critic_messages(findings: list[dict], record: AttemptRecord, features: Sequence[str],
                     columns: Collection[str], pivot_left: bool) -> list[dict]:
     pivot = ('"pivot": {"drop_columns": [str], "cv_advice": str} or null'
              if pivot_left else '"pivot": null (the one pivot of this search is used)')
