@@ -42,7 +42,7 @@ def _base(rng: np.random.Generator, n: int, intercept: float = -1.0, scale: floa
     return frame, logit
 
 
-def _draw(rng, logit) -> np.ndarray:
+def _draw(rng: np.random.Generator, logit: np.ndarray) -> np.ndarray:
     return rng.random(len(logit)) < 1 / (1 + np.exp(-logit))
 
 

@@ -4,7 +4,9 @@ column with random K-fold and no checks."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -15,6 +17,12 @@ from mlflow_agentic.core.metrics import METRICS
 from mlflow_agentic.data import Dataset
 from mlflow_agentic.data.split import seal_holdout
 from mlflow_agentic.scoring.holdout import SELF_DECEPTION_GAP
+
+if TYPE_CHECKING:
+    from rich.table import Table
+    from sklearn.pipeline import Pipeline
+
+    from mlflow_agentic.tracking import MlflowTracker
 
 BENCH_TRAINERS = ("linear", "hist_gradient_boosting", "xgboost")
 
@@ -52,7 +60,7 @@ def naive_baseline(train: Dataset, holdout: Dataset, seed: int, planted: str | N
     X = X.astype({c: object for c in text})
     hX = holdout.X.astype({c: object for c in text})
 
-    def build():
+    def build() -> Pipeline:
         encode = ColumnTransformer(
             [("text", OrdinalEncoder(handle_unknown="use_encoded_value", unknown_value=-1,
                                      encoded_missing_value=np.nan), text)],
@@ -77,7 +85,8 @@ def naive_baseline(train: Dataset, holdout: Dataset, seed: int, planted: str | N
     return cv, float(hold), cv - float(hold), used
 
 
-def run_task(task: TrapTask, seed: int, tracker=None, quiet: bool = True) -> TrapRow:
+def run_task(task: TrapTask, seed: int, tracker: MlflowTracker | None = None,
+             quiet: bool = True) -> TrapRow:
     from mlflow_agentic.frontdoor.orchestrator import SplitOptions, run_search
     from mlflow_agentic.proposers import OptunaProposer
 
@@ -104,7 +113,7 @@ def run_task(task: TrapTask, seed: int, tracker=None, quiet: bool = True) -> Tra
 
 
 def run_bench(seed: int = 0, experiment: str | None = "bench-traps", track: bool = True,
-              progress=None) -> list[TrapRow]:
+              progress: Callable[[str], None] | None = None) -> list[TrapRow]:
     rows = []
     for task in make_tasks(seed):
         tracker = None
@@ -123,7 +132,9 @@ def run_bench(seed: int = 0, experiment: str | None = "bench-traps", track: bool
     return rows
 
 
-def _log_row(tracker, row: TrapRow) -> None:
+def _log_row(tracker: MlflowTracker, row: TrapRow) -> None:
+    if row.run_id is None:  # the search logged no run
+        return
     metrics = {"naive_cv_roc_auc": row.naive_cv, "naive_holdout_roc_auc": row.naive_holdout,
                "naive_gap": row.naive_gap, "trap_caught": float(row.caught),
                "false_flags": float(len(row.false_flags)), "naive_fell": float(row.naive_fell)}
@@ -134,7 +145,7 @@ def _log_row(tracker, row: TrapRow) -> None:
     tracker.log(row.run_id, metrics, {}, tags)
 
 
-def format_table(rows: list[TrapRow]):
+def format_table(rows: list[TrapRow]) -> Table:
     from rich.table import Table
 
     table = Table(title="trap benchmark: mlflow-agentic vs a naive AutoML (same sealed holdout)")
@@ -142,7 +153,7 @@ def format_table(rows: list[TrapRow]):
                 "naive hold", "naive gap", "naive fell"):
         table.add_column(col, no_wrap=True)
 
-    def f(v):
+    def f(v: float | None) -> str:
         return "-" if v is None else f"{v:.3f}"
 
     for r in rows:

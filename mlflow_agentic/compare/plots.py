@@ -5,9 +5,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mlflow_agentic.compare.table import Arm
 from mlflow_agentic.scoring.plot import draw_diagonal
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 COLOURS = {"llm": "tab:purple", "optuna": "tab:blue", "sequence": "tab:orange",
            "random": "tab:gray"}
@@ -24,7 +29,7 @@ def colour_of(proposer: str, order: Sequence[str]) -> str:
     return EXTRA[others.index(proposer) % len(EXTRA)]
 
 
-def _figure(title: str):
+def _figure(title: str) -> tuple[Figure, Axes]:
     from matplotlib.figure import Figure  # no pyplot: no global state
 
     fig = Figure(figsize=(7.5, 4.8), dpi=110)

@@ -6,8 +6,13 @@ import html
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from mlflow_agentic.compare.table import Arm, caveats, compared, rank, verdict_line
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 PLOTS = {"best_so_far_by_attempt.png": "Best verified CV so far, by attempt",
          "best_so_far_by_time.png": "Best verified CV so far, by wall time",
@@ -50,7 +55,7 @@ class DatasetReport:
         return compared(self.summary)
 
 
-def _f(value, digits: int = 4) -> str:
+def _f(value: float | None, digits: int = 4) -> str:
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "-"
     return f"{value:.{digits}f}"
@@ -173,7 +178,7 @@ def dataset_html(report: DatasetReport, images: dict[str, bytes] | None = None) 
                 f"<p><b>{html.escape(report.verdict)}</b></p><ul>{settings}</ul>{grids}{pictures}")
 
 
-def _source(name: str, images: dict[str, bytes], base64) -> str:
+def _source(name: str, images: dict[str, bytes], base64: ModuleType) -> str:
     if name not in images:
         return name
     return "data:image/png;base64," + base64.b64encode(images[name]).decode()
@@ -184,7 +189,7 @@ def page(title: str, body: str) -> str:
             f"</title><style>{STYLE}</style></head><body>{body}</body></html>\n")
 
 
-def console_table(grid: Grid):
+def console_table(grid: Grid) -> Table:
     from rich.table import Table
 
     table = Table(title=grid.title, caption=grid.note or None)

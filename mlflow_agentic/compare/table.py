@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mlflow_agentic.frontdoor.orchestrator import SearchResult
 
 DETERMINISTIC = ("proposer", "seeds", "best_cv", "best_cv_std", "holdout", "holdout_std", "gap",
                  "attempts", "verified", "quarantined", "failed", "prompt_tokens",
@@ -61,7 +65,8 @@ class Arm:
         return data
 
 
-def arm_from_search(result, *, proposer: str, seed: int, run_id: str, llm_exchanges=()) -> Arm:
+def arm_from_search(result: SearchResult, *, proposer: str, seed: int, run_id: str,
+                    llm_exchanges: Sequence[Any] = ()) -> Arm:
     """An ``Arm`` from a ``SearchResult`` (the engine's records and the holdout report)."""
     run, report = result.run, result.holdout
     sign = 1.0 if run.greater_is_better else -1.0
@@ -165,7 +170,7 @@ def rank(rows: Sequence[dict], greater_is_better: bool) -> dict[str, float]:
     """Rank proposers by mean holdout score (the honest number), 1 = best; ties share the mean
     rank; a proposer that verified nothing ranks last; one that made no proposal of its own is
     not ranked."""
-    def key(row):
+    def key(row: dict) -> float:
         value = row["holdout"]
         if not math.isfinite(value):
             return math.inf
@@ -235,20 +240,20 @@ def verdict_line(rows: Sequence[dict], metric: str, greater_is_better: bool) -> 
     return line + "." + (f" Not ranked: {why}." if idle else "")
 
 
-def _num(value) -> float:
+def _num(value: float | None) -> float:
     return math.nan if value is None else float(value)
 
 
-def _finite(values) -> list[float]:
+def _finite(values: Iterable[float | None]) -> list[float]:
     return [float(v) for v in values if v is not None and math.isfinite(v)]
 
 
-def _mean(values) -> float:
+def _mean(values: Iterable[float | None]) -> float:
     finite = _finite(values)
     return statistics.fmean(finite) if finite else math.nan
 
 
-def _std(values) -> float:
+def _std(values: Iterable[float | None]) -> float:
     finite = _finite(values)
     return statistics.stdev(finite) if len(finite) > 1 else math.nan
 

@@ -52,7 +52,7 @@ class KitFailure(ClassifierMixin, BaseEstimator):
     def __init__(self, strength: float = 1.0) -> None:
         self.strength = strength
 
-    def fit(self, X, y):
+    def fit(self, X: Any, y: Any) -> KitFailure:
         raise RuntimeError("kit_failing: this trainer always fails (check_proposer)")
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import pickle
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -33,6 +34,9 @@ from mlflow_agentic.engine.workers.parallel import THREAD_PARAMS
 from mlflow_agentic.trainers import CategoricalParam, Trainer
 from mlflow_agentic.trainers.base import ALL_TASKS
 from mlflow_agentic.trainers.preprocessing import STYLES
+
+if TYPE_CHECKING:
+    from sklearn.pipeline import Pipeline
 
 
 class TrainerCheckFailed(AssertionError):
@@ -66,7 +70,7 @@ class _Kit:
     def fail(self, check: str, what: str) -> None:
         raise TrainerCheckFailed(f"trainer {self.trainer.name!r}, {check}: {what}")
 
-    def fitted(self, task: str, params: dict | None = None, seed: int = 0):
+    def fitted(self, task: str, params: dict | None = None, seed: int = 0) -> Pipeline:
         ds = self.tables[task]
         return self.trainer.pipeline(ds, params or {}, seed).fit(ds.X, ds.y)
 
@@ -164,7 +168,7 @@ def is_picklable(kit: _Kit) -> None:
             kit.fail("is_picklable", f"{task}: the unpickled model predicts differently")
 
 
-def _output(model, ds: Dataset, task: str) -> np.ndarray:
+def _output(model: Any, ds: Dataset, task: str) -> np.ndarray:
     if task == "regression":
         return np.asarray(model.predict(ds.X), dtype=float)
     return np.asarray(model.predict_proba(ds.X), dtype=float)
