@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from mlflow_agentic.core.errors import UserInputError
 from mlflow_agentic.core.settings import shared_by_workers
@@ -19,11 +20,15 @@ from mlflow_agentic.frontdoor.orchestrator import SearchResult, SplitOptions
 from mlflow_agentic.proposers.sequence import SequenceProposer
 from mlflow_agentic.tracking.store import check_store
 
+if TYPE_CHECKING:
+    from mlflow_agentic.core.tracker import Tracker
 
-def finalize(data, *, study: str, storage: str, tracking_uri: str | None = None,
+
+def finalize(data: Any, *, study: str, storage: str, tracking_uri: str | None = None,
              register_name: str | None = None, register: bool = True,
              diagnostics: bool = True, selection: str = "best", n_jobs: int | None = None,
-             encoding: str | None = None, observers: Sequence = (), tracker=None,
+             encoding: str | None = None, observers: Sequence = (),
+             tracker: Tracker | None = None,
              say: Callable[[str], None] | None = None) -> SearchResult:
     """Select, refit, score on the holdout and register the search of study ``study``. ``data``
     must be the workers' file (its training rows are checked against the study's)."""
@@ -60,7 +65,7 @@ def finalize(data, *, study: str, storage: str, tracking_uri: str | None = None,
         encoding=encoding, resume=point, observers=observers, tracker=tracker, say=say)
 
 
-def _typed(value: str):
+def _typed(value: str) -> Any:
     """A recorded parameter back as the value it was (``0.1``, ``None``, ``True``, text)."""
     try:
         return ast.literal_eval(value)

@@ -5,10 +5,14 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from mlflow_agentic.core.types import AttemptRecord, SolutionCandidate, StopKind, StopReason
 from mlflow_agentic.distributed.study import SharedStudy, heartbeat_seconds
 from mlflow_agentic.proposers.optuna import OptunaProposer
+
+if TYPE_CHECKING:
+    from mlflow_agentic.core.dataset_like import DatasetLike
 
 
 class SharedOptunaProposer(OptunaProposer):
@@ -31,7 +35,8 @@ class SharedOptunaProposer(OptunaProposer):
         self._beat = threading.Thread(target=self._heartbeat, daemon=True,
                                       name="optuna-heartbeat")
 
-    def propose_initial(self, dataset, trainers: Sequence[str]) -> list[SolutionCandidate]:
+    def propose_initial(self, dataset: DatasetLike,
+                        trainers: Sequence[str]) -> list[SolutionCandidate]:
         if self.seed_defaults:
             self._create_study(dataset, trainers)
             self._enqueue_starts(dataset, trainers)
@@ -39,8 +44,8 @@ class SharedOptunaProposer(OptunaProposer):
         first = self.propose_next(dataset, (), trainers)
         return [first] if first is not None else []
 
-    def propose_next(self, dataset, history: Sequence[AttemptRecord], trainers: Sequence[str]
-                     ) -> SolutionCandidate | None:
+    def propose_next(self, dataset: DatasetLike, history: Sequence[AttemptRecord],
+                     trainers: Sequence[str]) -> SolutionCandidate | None:
         if self.study is None:
             self._create_study(dataset, trainers)
         self.shared.fail_dead_trials()  # a dead worker's trials: FAIL
@@ -54,7 +59,7 @@ class SharedOptunaProposer(OptunaProposer):
         assert number is not None, "an asked trial has its number"
         storage = self.shared.storage
         trial_id = storage.get_trial_id_from_study_id_trial_number(
-            storage.get_study_id_from_name(self.study_name), number)
+            storage.get_study_id_from_name(self.shared.name), number)
         storage.record_heartbeat(trial_id)
         with self._lock:
             self._held[number] = trial_id

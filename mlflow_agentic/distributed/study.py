@@ -52,7 +52,7 @@ def _quiet_optuna() -> None:
     warnings.filterwarnings("ignore", message="Heartbeat of storage is supposed to be used")
 
 
-def open_storage(url: str):
+def open_storage(url: str) -> optuna.storages.RDBStorage:
     """An RDB storage with heartbeats; a URL we cannot use is the user's to fix."""
     import optuna
 
@@ -79,7 +79,7 @@ def open_storage(url: str):
 class SharedStudy:
     """Create or join the study ``name`` in ``storage`` (an ``RDBStorage``)."""
 
-    def __init__(self, name: str, storage, url: str) -> None:
+    def __init__(self, name: str, storage: optuna.storages.RDBStorage, url: str) -> None:
         self.name, self.storage, self.url = name, storage, url
         self._study: optuna.Study | None = None
         self.created = False
@@ -91,7 +91,8 @@ class SharedStudy:
             raise RuntimeError(f"the study {self.name!r} is not open: call open() first")
         return self._study
 
-    def open(self, sampler=None, *, create: bool = True):
+    def open(self, sampler: optuna.samplers.BaseSampler | None = None, *,
+             create: bool = True) -> optuna.Study:
         import optuna
 
         if create:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from mlflow_agentic.core.metrics import resolve_metric
 from mlflow_agentic.core.settings import SearchSettings, shared_by_workers
@@ -25,6 +26,10 @@ from mlflow_agentic.tracking.live import SharedRun, worker_label
 from mlflow_agentic.tracking.store import check_store
 from mlflow_agentic.trainers import resolve_trainers
 
+if TYPE_CHECKING:
+    from mlflow_agentic.data import Dataset
+    from mlflow_agentic.frontdoor.orchestrator import SearchResult
+
 
 @dataclass
 class WorkerResult:
@@ -33,11 +38,11 @@ class WorkerResult:
     """The shared search run."""
     created: bool
     """This worker created the study (and the search run)."""
-    finalized: object = None
+    finalized: SearchResult | None = None
     """The ``SearchResult`` when this worker was the last and finalized the search."""
 
 
-def shared_settings(dataset, settings: SearchSettings, split: SplitOptions,
+def shared_settings(dataset: Dataset, settings: SearchSettings, split: SplitOptions,
                     keep_flagged_columns: bool) -> dict:
     """What every worker and ``finalize`` must agree on (``core.settings.shared_by_workers``,
     the metric and trainers resolved for the data): it decides the rows, the folds and how a
@@ -50,7 +55,7 @@ def shared_settings(dataset, settings: SearchSettings, split: SplitOptions,
                       for k, v in dataclasses.asdict(split).items()}}
 
 
-def run_worker(data, *, study: str, storage: str, target: str | None = None,
+def run_worker(data: Any, *, study: str, storage: str, target: str | None = None,
                n_trials: int = 20, split: SplitOptions | None = None,
                keep_flagged_columns: bool = False, experiment: str | None = None,
                tracking_uri: str | None = None, encoding: str | None = None,
@@ -110,8 +115,9 @@ def run_worker(data, *, study: str, storage: str, target: str | None = None,
     return done
 
 
-def _finalize(dataset, study, storage, tracking_uri, register_name, diagnostics, n_jobs,
-              observers, say):
+def _finalize(dataset: Dataset, study: str, storage: str, tracking_uri: str | None,
+              register_name: str | None, diagnostics: bool, n_jobs: int | None,
+              observers: Sequence, say: Callable[[str], None]) -> SearchResult:
     from mlflow_agentic.distributed.finalize import finalize
 
     return finalize(dataset, study=study, storage=storage, tracking_uri=tracking_uri,
@@ -119,7 +125,8 @@ def _finalize(dataset, study, storage, tracking_uri, register_name, diagnostics,
                     observers=observers, say=say)
 
 
-def _shared_run(shared, study: str, label: str, digest: str, agreed: dict, say) -> SharedRun:
+def _shared_run(shared: SharedStudy, study: str, label: str, digest: str, agreed: dict,
+                say: Callable[[str], None]) -> SharedRun:
     """The first worker records what every worker must agree on and will create the search
     run; the others check they agree and join it."""
     if shared.created:

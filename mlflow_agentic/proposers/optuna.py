@@ -43,7 +43,8 @@ class OptunaProposer(CandidateProposer):
     """Trials asked before the results are told (constant liar): their folds share the workers.
     Fixed, not tied to ``n_jobs``, so a seeded search proposes the same with any ``n_jobs``."""
 
-    def __init__(self, seed: int = 0, storage: str | None = None, study_name: str | None = None,
+    def __init__(self, seed: int = 0, storage: str | optuna.storages.BaseStorage | None = None,
+                 study_name: str | None = None,
                  sampler: optuna.samplers.BaseSampler | None = None,
                  seed_defaults: bool = True, portfolio: str = "builtin") -> None:
         self.seed = seed
