@@ -23,6 +23,9 @@ class ColumnLike(Protocol):
     @property
     def missing_rate(self) -> float: ...
 
+    @property
+    def dayfirst(self) -> bool: ...  # a date column written day before month
+
 
 class DatasetLike(Protocol):
     """A supervised table: its rows (``frame``, ``X``, ``y``), its target and task, and its

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from mlflow_agentic.core.types import is_classification
 from mlflow_agentic.trainers.base import Trainer
@@ -10,11 +12,18 @@ from mlflow_agentic.trainers.space import CategoricalParam as Cat
 from mlflow_agentic.trainers.space import FloatParam as Float
 from mlflow_agentic.trainers.space import IntParam as Int
 
+if TYPE_CHECKING:
+    from mlflow_agentic.core.dataset_like import DatasetLike
+    from mlflow_agentic.trainers.space import ParamSpec
+
+Params = dict[str, Any]
+"""A trainer's resolved hyperparameters."""
+
 N_JOBS = 1
 """Models are single-threaded: ``engine.parallel`` runs one per core instead (see there why)."""
 
 
-def _rounds_cap(dataset) -> int:
+def _rounds_cap(dataset: DatasetLike) -> int:
     """Boosting rounds are a cap, not a cost: every booster stops early on a validation split of
     its own training rows (10%) after ``EARLY_STOP`` rounds without improvement. Large data can
     use more rounds before it stops improving."""
@@ -24,25 +33,25 @@ def _rounds_cap(dataset) -> int:
 EARLY_STOP = 20
 
 
-def _early_stopped(model, seed):
+def _early_stopped(model: Any, seed: int) -> Any:
     from mlflow_agentic.trainers.transforms import InnerValidationEarlyStopping
 
     return InnerValidationEarlyStopping(model, validation_fraction=0.1, rounds=EARLY_STOP,
                                         random_state=seed)
 
 
-def _leaf_cap(dataset, per: int, floor: int, ceiling: int) -> int:
+def _leaf_cap(dataset: DatasetLike, per: int, floor: int, ceiling: int) -> int:
     """Upper bound for a leaf-size parameter: grows with the rows, within [floor, ceiling]."""
     return int(min(ceiling, max(floor, dataset.n_rows // per)))
 
 
-def _estimators_cap(dataset) -> int:
+def _estimators_cap(dataset: DatasetLike) -> int:
     """More trees for small data (cheap), fewer for large data (each tree is expensive)."""
     return 500 if dataset.n_rows <= 50_000 else 300
 
 
 # ---- linear ---------------------------------------------------------------------------------
-def _linear_model(task, p, seed):
+def _linear_model(task: str, p: Params, seed: int) -> Any:
     if is_classification(task):
         from sklearn.linear_model import LogisticRegression
 
@@ -52,21 +61,21 @@ def _linear_model(task, p, seed):
     return Ridge(alpha=p["alpha"])
 
 
-def _linear_space(ds):
+def _linear_space(ds: DatasetLike) -> dict[str, ParamSpec]:
     if is_classification(ds.task):
         return {"C": Float(1e-3, 1e2, log=True), "class_weight": Cat((None, "balanced"))}
     return {"alpha": Float(1e-3, 1e3, log=True)}
 
 
-def _linear_defaults(ds):
+def _linear_defaults(ds: DatasetLike) -> Params:
     if is_classification(ds.task):
         return {"C": 1.0, "class_weight": None}
     return {"alpha": 1.0}
 
 
 # ---- bagged trees ---------------------------------------------------------------------------
-def _forest(kind):
-    def build(task, p, seed):
+def _forest(kind: str) -> Callable[[str, Params, int], Any]:
+    def build(task: str, p: Params, seed: int) -> Any:
         from sklearn import ensemble
 
         name = ("RandomForest" if kind == "rf" else "ExtraTrees") + (
@@ -79,7 +88,7 @@ def _forest(kind):
     return build
 
 
-def _forest_space(ds):
+def _forest_space(ds: DatasetLike) -> dict[str, ParamSpec]:
     return {
         "n_estimators": Int(50, _estimators_cap(ds), log=True),
         "max_depth": Cat((None, 4, 8, 12, 16, 24)),
@@ -88,13 +97,13 @@ def _forest_space(ds):
     }
 
 
-def _forest_defaults(ds):
+def _forest_defaults(ds: DatasetLike) -> Params:
     return {"n_estimators": 100, "max_depth": None, "min_samples_leaf": 1,
             "max_features": "sqrt" if is_classification(ds.task) else 1.0}
 
 
 # ---- histogram gradient boosting ----------------------------------------------------------
-def _hgb_model(task, p, seed):
+def _hgb_model(task: str, p: Params, seed: int) -> Any:
     from sklearn import ensemble
 
     cls = (ensemble.HistGradientBoostingClassifier if is_classification(task)
@@ -105,7 +114,7 @@ def _hgb_model(task, p, seed):
                early_stopping=True, validation_fraction=0.1, n_iter_no_change=EARLY_STOP // 2)
 
 
-def _hgb_space(ds):
+def _hgb_space(ds: DatasetLike) -> dict[str, ParamSpec]:
     return {
         "learning_rate": Float(0.01, 0.3, log=True),
         "max_iter": Int(50, _rounds_cap(ds), log=True),  # a cap: early stopping decides
@@ -115,13 +124,13 @@ def _hgb_space(ds):
     }
 
 
-def _hgb_defaults(ds):
+def _hgb_defaults(ds: DatasetLike) -> Params:
     return {"learning_rate": 0.1, "max_iter": _rounds_cap(ds), "max_leaf_nodes": 31,
             "min_samples_leaf": 20, "l2_regularization": 0.0}
 
 
 # ---- xgboost --------------------------------------------------------------------------------
-def _xgb_model(task, p, seed):
+def _xgb_model(task: str, p: Params, seed: int) -> Any:
     import xgboost as xgb
 
     from mlflow_agentic.trainers.transforms import EncodedLabelClassifier
@@ -132,8 +141,8 @@ def _xgb_model(task, p, seed):
     return _early_stopped(xgb.XGBRegressor(**common), seed)
 
 
-def _boost_space(ds, leaves: bool):
-    space = {
+def _boost_space(ds: DatasetLike, leaves: bool) -> dict[str, ParamSpec]:
+    space: dict[str, ParamSpec] = {
         "n_estimators": Int(50, _rounds_cap(ds), log=True),  # a cap: early stopping decides
         "learning_rate": Float(0.01, 0.3, log=True),
         "subsample": Float(0.5, 1.0),
@@ -149,13 +158,13 @@ def _boost_space(ds, leaves: bool):
     return space
 
 
-def _xgb_defaults(ds):
+def _xgb_defaults(ds: DatasetLike) -> Params:
     return {"n_estimators": _rounds_cap(ds), "learning_rate": 0.1, "subsample": 1.0,
             "colsample_bytree": 1.0, "reg_lambda": 1.0, "max_depth": 6, "min_child_weight": 1.0}
 
 
 # ---- lightgbm -------------------------------------------------------------------------------
-def _lgbm_model(task, p, seed):
+def _lgbm_model(task: str, p: Params, seed: int) -> Any:
     import lightgbm as lgb
 
     cls = lgb.LGBMClassifier if is_classification(task) else lgb.LGBMRegressor
@@ -163,14 +172,14 @@ def _lgbm_model(task, p, seed):
                               random_state=seed, verbose=-1), seed)
 
 
-def _lgbm_defaults(ds):
+def _lgbm_defaults(ds: DatasetLike) -> Params:
     return {"n_estimators": _rounds_cap(ds), "learning_rate": 0.1, "subsample": 1.0,
             "colsample_bytree": 1.0, "reg_lambda": 1e-3, "num_leaves": 31,
             "min_child_samples": 20}
 
 
 # ---- catboost -------------------------------------------------------------------------------
-def _cat_model(task, p, seed):
+def _cat_model(task: str, p: Params, seed: int) -> Any:
     import catboost as cb
 
     cls = cb.CatBoostClassifier if is_classification(task) else cb.CatBoostRegressor
@@ -178,20 +187,20 @@ def _cat_model(task, p, seed):
                               allow_writing_files=False), seed)
 
 
-def _cat_space(ds):
+def _cat_space(ds: DatasetLike) -> dict[str, ParamSpec]:
     return {"iterations": Int(50, _rounds_cap(ds), log=True),  # a cap: early stopping decides
             "depth": Int(4, 10), "learning_rate": Float(0.02, 0.3, log=True),
             "l2_leaf_reg": Float(1.0, 30.0, log=True),
             "random_strength": Float(0.1, 10.0, log=True)}
 
 
-def _cat_defaults(ds):
+def _cat_defaults(ds: DatasetLike) -> Params:
     return {"iterations": _rounds_cap(ds), "depth": 6, "learning_rate": 0.1, "l2_leaf_reg": 3.0,
             "random_strength": 1.0}
 
 
 # ---- multi-layer perceptron ----------------------------------------------------------------
-def _mlp_model(task, p, seed):
+def _mlp_model(task: str, p: Params, seed: int) -> Any:
     """A neural network: another family for the ensemble (AutoGluon's tabular networks are
     where its ensembles differ most from a booster's). Stops on 10% of its training rows; a
     regression target is standardised, as the network's weights start at that scale."""
@@ -210,19 +219,19 @@ def _mlp_model(task, p, seed):
                                       transformer=StandardScaler())
 
 
-def _epochs_cap(dataset) -> int:
+def _epochs_cap(dataset: DatasetLike) -> int:
     """Epochs are a cap (early stopping decides); a large table's epoch is many more updates,
     so it needs fewer of them."""
     return 300 if dataset.n_rows <= 50_000 else 100
 
 
-def _mlp_space(ds):
+def _mlp_space(ds: DatasetLike) -> dict[str, ParamSpec]:
     return {"width": Int(32, 512, log=True), "layers": Int(1, 3),
             "alpha": Float(1e-6, 1.0, log=True), "learning_rate_init": Float(1e-4, 1e-2, log=True),
             "max_iter": Int(20, _epochs_cap(ds), log=True)}
 
 
-def _mlp_defaults(ds):
+def _mlp_defaults(ds: DatasetLike) -> Params:
     return {"width": 128, "layers": 2, "alpha": 1e-4, "learning_rate_init": 1e-3,
             "max_iter": min(200, _epochs_cap(ds))}
 

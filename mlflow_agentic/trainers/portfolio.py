@@ -13,10 +13,14 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mlflow_agentic.core.errors import UserInputError
 from mlflow_agentic.trainers.registry import get_trainer
 from mlflow_agentic.trainers.space import CategoricalParam, FloatParam, IntParam
+
+if TYPE_CHECKING:
+    from mlflow_agentic.core.dataset_like import DatasetLike
 
 SHIPPED = Path(__file__).with_name("portfolio.json")
 BUILTIN, DEFAULTS = "builtin", "defaults"
@@ -28,7 +32,7 @@ SLOW = 3
 """A trainer's ``cost`` from which it is not seeded on a large table with a time budget."""
 
 
-def starts(source: str, dataset, trainers: Sequence[str], slow: bool = True
+def starts(source: str, dataset: DatasetLike, trainers: Sequence[str], slow: bool = True
            ) -> list[tuple[str, dict, str]]:
     """``(trainer, full params, why)`` to try first, in order: the portfolio's entries for this
     task among ``trainers`` (``source``: ``builtin``, ``defaults`` or a JSON file), then every

@@ -11,6 +11,8 @@ leakage).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 from sklearn.compose import ColumnTransformer
 from sklearn.pipeline import Pipeline
@@ -23,6 +25,9 @@ from sklearn.preprocessing import (
 )
 
 from mlflow_agentic.trainers import transforms as tf
+
+if TYPE_CHECKING:
+    from mlflow_agentic.core.dataset_like import DatasetLike
 
 STYLES = ("scaled", "ordinal", "native")
 ONE_HOT_MAX_CATEGORIES = 20
@@ -37,7 +42,7 @@ CODE_MIN_ROWS_PER_VALUE = 5
 MAX_VALUE_BINS = 4095
 
 
-def value_bins(dataset) -> int | None:
+def value_bins(dataset: DatasetLike) -> int | None:
     """Histogram bins for the boosters that take more than ``DEFAULT_BINS`` (LightGBM, XGBoost):
     one per value of the whole-number feature column with the most values, when it has more
     than ``DEFAULT_BINS`` and each value recurs (``CODE_MIN_ROWS_PER_VALUE`` rows or more on
@@ -59,7 +64,7 @@ def value_bins(dataset) -> int | None:
     return min(MAX_VALUE_BINS, most + 1) if most else None
 
 
-def category_columns(dataset, style: str) -> list[int]:
+def category_columns(dataset: DatasetLike, style: str) -> list[int]:
     """Output positions of the ``build_preprocessor(dataset, style)`` columns that are category
     codes a booster may split on as categories (``native`` style: numeric columns come first,
     one each, then the categorical ones in order)."""
@@ -69,7 +74,7 @@ def category_columns(dataset, style: str) -> list[int]:
     return list(range(first, first + len(levelled(dataset, style)[0])))
 
 
-def levelled(dataset, style: str) -> tuple[list[str], list[str]]:
+def levelled(dataset: DatasetLike, style: str) -> tuple[list[str], list[str]]:
     """The categorical columns the style encodes as levels, and those with more levels than
     it can take (target encoded)."""
     limit = ONE_HOT_MAX_CATEGORIES if style == "scaled" else NATIVE_MAX_LEVELS
@@ -78,7 +83,7 @@ def levelled(dataset, style: str) -> tuple[list[str], list[str]]:
     return [c for c in categorical if c not in many], many
 
 
-def build_preprocessor(dataset, style: str = "ordinal") -> ColumnTransformer:
+def build_preprocessor(dataset: DatasetLike, style: str = "ordinal") -> ColumnTransformer:
     """Preprocessing for the dataset's feature columns; ID and constant columns are dropped."""
     if style not in STYLES:
         raise ValueError(f"unknown preprocessing style {style!r}; valid: {', '.join(STYLES)}")
@@ -86,7 +91,7 @@ def build_preprocessor(dataset, style: str = "ordinal") -> ColumnTransformer:
     categorical, many = levelled(dataset, style)
     dates = dataset.columns_of("datetime")
 
-    def numbers(*steps):
+    def numbers(*steps: tuple[str, Any]) -> Pipeline:
         first = ("to_number", FunctionTransformer(tf.to_numeric_frame,
                                                   feature_names_out="one-to-one"))
         return Pipeline([first, *steps])

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from importlib.metadata import entry_points
 
 from mlflow_agentic.core.errors import UserInputError, did_you_mean
-from mlflow_agentic.core.types import COMBINERS
+from mlflow_agentic.core.types import COMBINERS, AttemptRecord
 from mlflow_agentic.trainers.base import Trainer
 from mlflow_agentic.trainers.builtin import builtin_trainers
 
@@ -82,7 +82,7 @@ def resolve_trainers(names: Iterable[str] | None, task: str) -> list[str]:
     return names
 
 
-def model_requirements(record) -> tuple[str, ...]:
+def model_requirements(record: AttemptRecord) -> tuple[str, ...]:
     """Distributions a logged model of this attempt needs: its trainer's, or for an ensemble or
     a stack (params ``trainers``: the members' trainer names) every member's."""
     combined = record.candidate.trainer in COMBINERS

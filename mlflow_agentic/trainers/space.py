@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import optuna
+    from optuna.distributions import BaseDistribution
 
 
 @dataclass(frozen=True)
@@ -26,10 +30,10 @@ class IntParam:
             raise ValueError(f"expected an integer, got {value!r}")
         return int(number)
 
-    def suggest(self, trial, name: str) -> int:
+    def suggest(self, trial: optuna.Trial, name: str) -> int:
         return trial.suggest_int(name, self.low, self.high, log=self.log)
 
-    def distribution(self):
+    def distribution(self) -> BaseDistribution:
         from optuna.distributions import IntDistribution
 
         return IntDistribution(self.low, self.high, log=self.log)
@@ -56,10 +60,10 @@ class FloatParam:
             raise ValueError(f"expected a finite number, got {value!r}")
         return number
 
-    def suggest(self, trial, name: str) -> float:
+    def suggest(self, trial: optuna.Trial, name: str) -> float:
         return trial.suggest_float(name, self.low, self.high, log=self.log)
 
-    def distribution(self):
+    def distribution(self) -> BaseDistribution:
         from optuna.distributions import FloatDistribution
 
         return FloatDistribution(self.low, self.high, log=self.log)
@@ -84,10 +88,10 @@ class CategoricalParam:
             return None
         raise ValueError(f"expected one of {list(self.choices)}, got {value!r}")
 
-    def suggest(self, trial, name: str) -> Any:
+    def suggest(self, trial: optuna.Trial, name: str) -> Any:
         return trial.suggest_categorical(name, list(self.choices))
 
-    def distribution(self):
+    def distribution(self) -> BaseDistribution:
         from optuna.distributions import CategoricalDistribution
 
         return CategoricalDistribution(list(self.choices))

@@ -54,20 +54,20 @@ class StackedEnsemble(WeightedEnsemble):
     """Fitted pipelines combined by a fitted linear stacker (``coef``, ``intercept``) over their
     outputs, as ``stack_features`` and ``stack_output`` compute them."""
 
-    def __init__(self, estimators=None, coef=None, intercept=None, classes=None,
-                 task="regression"):
+    def __init__(self, estimators: Any = None, coef: Any = None, intercept: Any = None,
+                 classes: Any = None, task: str = "regression") -> None:
         self.estimators = estimators
         self.coef = coef
         self.intercept = intercept
         self.classes = classes
         self.task = task
 
-    def _outputs(self, X) -> list[np.ndarray]:
+    def _outputs(self, X: Any) -> list[np.ndarray]:
         if self.task == "regression":
             return [np.asarray(m.predict(X), dtype=float) for m in self.estimators]
         return [self._aligned_proba(m, X) for m in self.estimators]
 
-    def _combined(self, X) -> np.ndarray:
+    def _combined(self, X: Any) -> np.ndarray:
         return stack_output(stack_features(self._outputs(X), self.task),
                             np.asarray(self.coef, dtype=float),
                             np.asarray(self.intercept, dtype=float), self.task)

@@ -7,7 +7,8 @@ models (see ``tracking.registry.models``), so a served model needs no mlflow-age
 from __future__ import annotations
 
 import warnings
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
 import pandas as pd
@@ -32,7 +33,7 @@ MISSING_TOKENS = frozenset({"", "na", "n/a", "nan", "null", "none", "<na>", "#n/
 """Text that means "missing" in a numeric column (as pandas reads CSV files, plus ``?``)."""
 
 
-def refuse_input(message: str):
+def refuse_input(message: str) -> NoReturn:
     """Refuse a prediction request: an ``MlflowException`` (INVALID_PARAMETER_VALUE), which a
     served model turns into HTTP 400 with this message; ValueError where mlflow is absent."""
     try:
@@ -43,7 +44,7 @@ def refuse_input(message: str):
     raise MlflowException(message, error_code=INVALID_PARAMETER_VALUE)
 
 
-def to_numeric_frame(X):
+def to_numeric_frame(X: pd.DataFrame) -> pd.DataFrame:
     """Coerce every column to float: numbers stored as text are parsed, blanks and missing
     tokens become NaN, +-inf becomes NaN (as in training); any other text is refused."""
     frame = pd.DataFrame(X)
@@ -81,7 +82,7 @@ def to_numeric_frame(X):
     return frame
 
 
-def to_category_text(X):
+def to_category_text(X: pd.DataFrame) -> pd.DataFrame:
     """Categorical columns as plain strings with an explicit missing category."""
     frame = pd.DataFrame(X)
     out = {}
@@ -93,7 +94,7 @@ def to_category_text(X):
     return pd.DataFrame(out, index=frame.index, columns=frame.columns)
 
 
-def to_datetime_features(X, dayfirst=()):
+def to_datetime_features(X: pd.DataFrame, dayfirst: Sequence[str] = ()) -> pd.DataFrame:
     """Each date column -> (days since epoch, month, day of week); the columns named in
     ``dayfirst`` read day first (13/04/2021), every date of a column in one order."""
     frame = pd.DataFrame(X)
@@ -113,7 +114,7 @@ def _dates(values: pd.Series, dayfirst: bool) -> pd.Series:
     the year last read day first, and those with the year first (ISO, 2021-04-03) as they are
     (pandas would swap their day and month too)."""
 
-    def parsed(part, first: bool = False) -> pd.Series:
+    def parsed(part: pd.Series, first: bool = False) -> pd.Series:
         return pd.to_datetime(part, errors="coerce", format="mixed", dayfirst=first,
                               utc=True).dt.tz_localize(None)
 
@@ -124,7 +125,7 @@ def _dates(values: pd.Series, dayfirst: bool) -> pd.Series:
                                                   parsed(values.where(~year_first), True))
 
 
-def datetime_feature_names(transformer, input_features):
+def datetime_feature_names(transformer: Any, input_features: Sequence[str]) -> np.ndarray:
     return np.array([f"{c}__{p}" for c in input_features for p in ("days", "month", "dayofweek")],
                     dtype=object)
 
@@ -155,7 +156,7 @@ class MedianImputer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         values = self._values(X, reset=False)
         return np.where(np.isnan(values), self.statistics_, values)
 
-    def _values(self, X, reset: bool) -> np.ndarray:
+    def _values(self, X: Any, reset: bool) -> np.ndarray:
         from sklearn.utils.validation import validate_data
 
         return validate_data(self, X, reset=reset, dtype=float, ensure_all_finite="allow-nan",
@@ -172,7 +173,7 @@ class InputColumns(TransformerMixin, BaseEstimator):
     the model never reads them. Extra columns are ignored.
     """
 
-    def __init__(self, unused=None):
+    def __init__(self, unused: Any = None) -> None:
         self.unused = unused
 
     def fit(self, X: Any, y: Any = None) -> Self:
@@ -206,7 +207,7 @@ class CodeInputs(TransformerMixin, BaseEstimator):
     columns removed), the ``numeric`` ones as floats. The sandbox's training rows are made by
     this step too, so a served model sees its inputs exactly as the candidate was fitted."""
 
-    def __init__(self, columns=(), numeric=()):
+    def __init__(self, columns: Sequence[str] = (), numeric: Sequence[str] = ()) -> None:
         self.columns = columns
         self.numeric = numeric
 
@@ -235,7 +236,7 @@ class EncodedLabelClassifier(ClassifierMixin, BaseEstimator):
     For libraries (xgboost) that only accept 0..k-1 targets, so a served model still says "Yes".
     """
 
-    def __init__(self, estimator=None):
+    def __init__(self, estimator: Any = None) -> None:
         self.estimator = estimator
 
     def fit(self, X: Any, y: Any, **fit_params: Any) -> Self:
@@ -253,7 +254,7 @@ class EncodedLabelClassifier(ClassifierMixin, BaseEstimator):
         return self.estimator_.predict_proba(X)
 
 
-def optional_inputs(model) -> set[str]:
+def optional_inputs(model: Any) -> set[str]:
     """The raw columns a fitted model can do without (its ``InputColumns`` step adds them back
     as missing): a pipeline's own, and for an ensemble those every member can do without."""
     members = getattr(model, "estimators", None)
@@ -268,19 +269,20 @@ class WeightedEnsemble(BaseEstimator):
     predictions (regression). Built from an ensemble selection; every member is already fitted.
     """
 
-    def __init__(self, estimators=None, weights=None, classes=None):
+    def __init__(self, estimators: Any = None, weights: Any = None,
+                 classes: Any = None) -> None:  # scikit-learn's convention: None until set
         self.estimators = estimators
         self.weights = weights
         self.classes = classes
 
     @property
-    def classes_(self):
+    def classes_(self) -> np.ndarray | None:
         return np.asarray(self.classes, dtype=object) if self.classes is not None else None
 
     def fit(self, X: Any, y: Any = None) -> Self:
         return self  # members are fitted when the ensemble is built
 
-    def _aligned_proba(self, member, X):
+    def _aligned_proba(self, member: Any, X: Any) -> np.ndarray:
         raw = np.asarray(member.predict_proba(X), dtype=float)
         fitted = list(member.classes_)
         classes = list(self.classes)
@@ -324,8 +326,8 @@ class InnerValidationEarlyStopping(BaseEstimator):
     reach it as integers).
     """
 
-    def __init__(self, estimator=None, validation_fraction=0.1, rounds=20, random_state=0,
-                 categorical=None):
+    def __init__(self, estimator: Any = None, validation_fraction: float = 0.1, rounds: int = 20,
+                 random_state: int = 0, categorical: Sequence[int] | None = None) -> None:
         self.estimator = estimator
         self.validation_fraction = validation_fraction
         self.rounds = rounds
@@ -365,7 +367,7 @@ class InnerValidationEarlyStopping(BaseEstimator):
             self.classes_ = self.estimator_.classes_
         return self
 
-    def _inputs(self, X):
+    def _inputs(self, X: Any) -> Any:
         """``X`` as the library takes it: CatBoost's category columns as integer codes."""
         categorical = getattr(self, "categorical", None)
         if not categorical or _library(self.estimator) != "catboost":
@@ -386,12 +388,12 @@ class InnerValidationEarlyStopping(BaseEstimator):
         return self.estimator_.predict_proba(self._inputs(X))
 
 
-def _library(estimator) -> str:
+def _library(estimator: Any) -> str:
     """The top-level package an estimator comes from (``lightgbm``, ``catboost``, ...)."""
     return type(estimator).__module__.split(".")[0]
 
 
-def split_on_categories(model, columns: list[int]):
+def split_on_categories(model: Any, columns: list[int]) -> Any:
     """``model`` told which of its input columns are category codes (negative: missing), so it
     splits on sets of categories instead of on the codes' arbitrary order: scikit-learn's
     histogram gradient boosting, LightGBM and CatBoost (behind ``InnerValidationEarlyStopping``).
@@ -411,7 +413,7 @@ BINNING_LIBRARIES = ("lightgbm", "xgboost")
 """The boosters whose histogram bin count (``max_bin``) may exceed scikit-learn's 255."""
 
 
-def binning_booster(model):
+def binning_booster(model: Any) -> Any:
     """The LightGBM or XGBoost booster inside ``model`` (behind ``EncodedLabelClassifier`` and
     ``InnerValidationEarlyStopping``), or None for any other model."""
     booster = model
@@ -420,7 +422,7 @@ def binning_booster(model):
     return booster if _library(booster) in BINNING_LIBRARIES else None
 
 
-def bin_values(model, bins: int | None):
+def bin_values(model: Any, bins: int | None) -> Any:
     """``model`` with its LightGBM or XGBoost booster binning numeric columns into up to
     ``bins`` histogram bins (``preprocessing.value_bins``); other models, and ``bins=None``,
     as they are."""
