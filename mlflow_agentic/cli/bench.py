@@ -21,7 +21,7 @@ def bench() -> None:
 @click.option("--experiment", default="bench-traps", show_default=True,
               help="MLflow experiment for the task runs (one parent run per task).")
 @tracking_uri_option()
-def bench_traps(seed, experiment, tracking_uri) -> None:
+def bench_traps(seed: int, experiment: str, tracking_uri: str | None) -> None:
     """Six generated churn-like tasks, five with a planted trap (post-outcome leak, time order,
     groups, near-duplicates, class imbalance) and a clean control: which traps the search
     catches, and which a naive AutoML falls into, on the same sealed holdout."""

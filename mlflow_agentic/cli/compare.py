@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -24,6 +25,10 @@ from mlflow_agentic.cli.options import (
 from mlflow_agentic.cli.settings import pop_settings, setting_option
 from mlflow_agentic.core.errors import UserInputError
 from mlflow_agentic.proposers.factory import PROPOSERS, check_llm_endpoint
+
+if TYPE_CHECKING:
+    from mlflow_agentic.compare import CompareOptions
+    from mlflow_agentic.data import Dataset
 
 DATA_SUFFIXES = (".csv", ".parquet", ".pq")
 
@@ -117,7 +122,8 @@ def _datasets(data: tuple[str, ...], target: str | None, encoding: str | None = 
     return [Dataset.from_path(p, target, encoding=encoding) for p in dict.fromkeys(paths)]
 
 
-def _compare(datasets, options, experiment, tracking_uri, output, quiet) -> None:
+def _compare(datasets: list[Dataset], options: CompareOptions, experiment: str | None,
+             tracking_uri: str | None, output: str | None, quiet: bool) -> None:
     from rich.console import Console
 
     from mlflow_agentic.cli.progress import ArmProgress

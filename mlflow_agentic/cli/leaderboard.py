@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import click
 
 from mlflow_agentic.cli.options import (
@@ -9,6 +11,9 @@ from mlflow_agentic.cli.options import (
     experiment_option,
     tracking_uri_option,
 )
+
+if TYPE_CHECKING:
+    from mlflow_agentic.tracking.results.past import PastSearch
 
 SHOWN = ("rank", "run_name", "status", "selected", "tie")
 """The table format's leading columns; the CV, holdout and gap columns follow by metric."""
@@ -21,7 +26,8 @@ SHOWN = ("rank", "run_name", "status", "selected", "tie")
                                       "every column of leaderboard.csv.")
 @experiment_option("With last: the latest search of this experiment (default: of any).")
 @tracking_uri_option()
-def leaderboard_command(run, fmt, experiment, tracking_uri) -> None:
+def leaderboard_command(run: str, fmt: str, experiment: str | None,
+                        tracking_uri: str | None) -> None:
     """Print a past search's leaderboard: every attempt best first, with its verdict, CV and
     holdout scores and gap, as the search logged it (leaderboard.csv on its run). RUN is a
     search run id, or last (the default): the latest search in the store."""
@@ -42,7 +48,7 @@ def leaderboard_command(run, fmt, experiment, tracking_uri) -> None:
     exit_on_user_error(work, kept=lambda: "")
 
 
-def _table(past) -> None:
+def _table(past: PastSearch) -> None:
     import pandas as pd
     from rich.console import Console
     from rich.table import Table
@@ -65,7 +71,7 @@ def _table(past) -> None:
         console.print(past.summary.splitlines()[0], highlight=False, soft_wrap=True)
 
 
-def _shown(value, column: str) -> str:
+def _shown(value: Any, column: str) -> str:
     if isinstance(value, bool):  # the UI's flags: true, or blank
         return "true" if value else ""
     if isinstance(value, float):

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import threading
 import time
+from typing import IO
 
 import click
 
@@ -66,7 +67,10 @@ class Tail:
     def __init__(self, keep: int = 12) -> None:
         self.lines: collections.deque[str] = collections.deque(maxlen=keep)
 
-    def follow(self, pipe) -> None:
+    def follow(self, pipe: IO[bytes] | None) -> None:
+        if pipe is None:  # the server's output is not piped: nothing to keep
+            return
+
         def read() -> None:
             for raw in iter(pipe.readline, b""):
                 self.lines.append(raw.decode(errors="replace").rstrip())
@@ -93,7 +97,7 @@ class ServerDied(Exception):
 READY_SECONDS = 120.0
 
 
-def ready(server, base: str, tail: Tail) -> None:
+def ready(server: subprocess.Popen, base: str, tail: Tail) -> None:
     """Return once the server lists its model and answers one completion; ``ServerDied`` when
     it ends or fails first (a server that lists models but dies at its first completion, as a
     llama.cpp built for another CPU does, is not ready)."""

@@ -5,11 +5,16 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from mlflow_agentic.cli.text import plain
 from mlflow_agentic.core.errors import AgenticError
+
+if TYPE_CHECKING:
+    from mlflow_agentic.frontdoor.orchestrator import SplitOptions
+    from mlflow_agentic.proposers.factory import CodeOptions, LLMOptions
 
 EXIT_USER_ERROR = 2
 EXIT_FAILURE = 1
@@ -22,11 +27,11 @@ UNSET = ("", "auto", "none")
 the project run's parameters read as words, never as empty strings)."""
 
 
-def unset(value) -> bool:
+def unset(value: Any) -> bool:
     return value is None or str(value).strip().lower() in UNSET
 
 
-def blank_to_none(ctx, param, value):
+def blank_to_none(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
     """An unset optional parameter: empty, ``auto`` or ``none`` (MLproject defaults)."""
     return None if unset(value) else value
 
@@ -40,7 +45,8 @@ class WholeNumber(click.ParamType):
         self.min = min
         self.allow_blank = allow_blank
 
-    def convert(self, value, param, ctx):
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> int | None:
         if self.allow_blank and unset(value):
             return None
         if isinstance(value, int):
@@ -58,7 +64,7 @@ class WholeNumber(click.ParamType):
         return number
 
 
-def optional_float(ctx, param, value):
+def optional_float(ctx: click.Context, param: click.Parameter, value: Any) -> float | None:
     """A float, or None for an empty MLproject parameter."""
     value = blank_to_none(ctx, param, value)
     if value is None:
@@ -69,7 +75,7 @@ def optional_float(ctx, param, value):
         raise click.BadParameter(f"{value!r} is not a number") from exc
 
 
-def gap_threshold(ctx, param, value):
+def gap_threshold(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
     """The promotion gate's threshold, checked by the gate's own rule (a NaN or a negative
     threshold would disable it), reported as a bad option value."""
     from mlflow_agentic.core.errors import UserInputError
@@ -85,7 +91,7 @@ def gap_threshold(ctx, param, value):
     return value
 
 
-def named_list(ctx, param, value):
+def named_list(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
     """A comma-separated list option that, when given, names at least one thing (``,`` does
     not mean "all")."""
     value = blank_to_none(ctx, param, value)
@@ -95,7 +101,7 @@ def named_list(ctx, param, value):
     return value
 
 
-def split_list(value):
+def split_list(value: Any) -> list[str] | None:
     if not value:
         return None
     return [v.strip() for v in str(value).replace(" ", ",").split(",") if v.strip()] or None
@@ -172,7 +178,7 @@ split_options = OptionGroup(
 """How the holdout is sealed and the CV folds are built (shared by run and compare)."""
 
 
-def pop_split(options: dict):
+def pop_split(options: dict) -> SplitOptions:
     """``SplitOptions`` from a command's parsed ``split_options``: its fields, taken out of
     ``options`` (post-outcome columns as the command line lists them)."""
     import dataclasses
@@ -184,7 +190,7 @@ def pop_split(options: dict):
     return SplitOptions(**given)
 
 
-def pop_llm(options: dict):
+def pop_llm(options: dict) -> LLMOptions:
     """``LLMOptions`` (model, endpoint, cost cap) from a command's parsed ``llm_options``,
     taken out of ``options``."""
     from mlflow_agentic.proposers.factory import LLMOptions
@@ -327,13 +333,14 @@ code_options = OptionGroup(
 """Code mode (``--proposer code``): the roles' budget and critic, and the sandbox."""
 
 
-def pop_code(options: dict):
+def pop_code(options: dict) -> CodeOptions:
     """``CodeOptions`` from a command's parsed ``code_options``, taken out of ``options``."""
     return code_from(**{k: options.pop(k) for k in code_options.names})
 
 
-def code_from(max_experiments, critic_model, allow_host_execution, sandbox_image,
-              sandbox_memory, sandbox_cpus, sandbox_timeout):
+def code_from(max_experiments: int, critic_model: str | None, allow_host_execution: bool,
+              sandbox_image: str | None, sandbox_memory: str, sandbox_cpus: float,
+              sandbox_timeout: float) -> CodeOptions:
     """``CodeOptions`` from the code-mode flags."""
     from mlflow_agentic.proposers.factory import CodeOptions
     from mlflow_agentic.sandbox.runners import Limits

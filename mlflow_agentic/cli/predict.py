@@ -24,7 +24,8 @@ from mlflow_agentic.cli.options import (
               help="An input column to carry into the output, first (an ID).")
 @encoding_option
 @tracking_uri_option()
-def predict_command(model, data, output, keep, encoding, tracking_uri) -> None:
+def predict_command(model: str, data: str, output: str, keep: str | None, encoding: str | None,
+                    tracking_uri: str | None) -> None:
     """Predict the rows of --data with MODEL: a registered model (NAME: its @champion, else its
     @challenger; NAME@ALIAS; NAME/VERSION), a models:/ or runs:/ URI, or a run id (a search's:
     the model of its selected attempt). Writes a CSV with one row per input row: label and,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.progress import (
@@ -20,11 +21,17 @@ from mlflow_agentic.cli.text import plain_markup
 from mlflow_agentic.core.observer import SearchContext, SearchObserver
 from mlflow_agentic.core.types import AttemptRecord, EngineeringRun, SolutionCandidate
 
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from mlflow_agentic.core.tracker import Tracker
+    from mlflow_agentic.frontdoor.briefing import Briefing
+
 STYLE = {"verified": "green", "rejected": "yellow", "failed": "red", "quarantined": "magenta",
          "pruned": "cyan"}
 
 
-def _what_runs(trainers, settings: dict) -> str:
+def _what_runs(trainers: Sequence[str], settings: dict) -> str:
     """The trainers offered, or in code mode the sandbox candidates run in and its limits."""
     if "sandbox" not in settings:
         return f"trainers {', '.join(trainers)}"
@@ -35,7 +42,7 @@ def _what_runs(trainers, settings: dict) -> str:
             f"{limits.get('cpus')} CPUs, {limits.get('timeout')}s)")
 
 
-def _number(value) -> str:
+def _number(value: Any) -> str:
     """``2.0`` as ``2``, ``600.0`` as ``600``; anything else (``2g``) as it is."""
     try:
         return f"{float(value):g}"
@@ -76,7 +83,7 @@ class RunIdLine(SearchObserver):
     """The search run's id on stderr as soon as it exists, ``--quiet`` or not: a search killed
     at any moment can be continued with ``--resume``."""
 
-    def __init__(self, tracker) -> None:
+    def __init__(self, tracker: Tracker) -> None:
         self.tracker = tracker
 
     def on_search_start(self, context: SearchContext) -> None:
@@ -120,7 +127,7 @@ class RichProgress(_Bar, SearchObserver):
             self._print_briefing(context.briefing)
         self._start_bar("seeding")
 
-    def _print_briefing(self, briefing) -> None:
+    def _print_briefing(self, briefing: Briefing) -> None:
         colour = {"critical": "red", "warning": "yellow", "info": "dim"}
         self.console.print(f"cv scheme {briefing.cv_scheme} ({briefing.cv_reason})")
         for f in briefing.findings:

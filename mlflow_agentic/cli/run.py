@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
+from typing import TYPE_CHECKING
 
 import click
 
@@ -28,6 +29,14 @@ from mlflow_agentic.cli.text import plain
 from mlflow_agentic.core.errors import UserInputError
 from mlflow_agentic.core.settings import REGISTER_POLICIES
 from mlflow_agentic.proposers.factory import PROPOSERS
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from mlflow.entities.model_registry import ModelVersion
+
+    from mlflow_agentic.frontdoor.orchestrator import SearchResult
+    from mlflow_agentic.tracking import MlflowTracker
 
 
 @click.command("run")
@@ -123,7 +132,7 @@ def run_command(**options) -> None:
 
 
 @contextlib.contextmanager
-def quiet_warnings(quiet: bool):
+def quiet_warnings(quiet: bool) -> Iterator[None]:
     """``--quiet``: no library warning is printed, by this process or the workers it starts
     (``PYTHONWARNINGS``); this package's own (what it changed of the command) still are."""
     import warnings
@@ -145,7 +154,7 @@ def quiet_warnings(quiet: bool):
             os.environ["PYTHONWARNINGS"] = previous
 
 
-def _next_steps(mv) -> None:
+def _next_steps(mv: ModelVersion) -> None:
     """How to promote (and serve) the version a search just made @challenger."""
     if mv.tags.get("generated_code") == "true":
         click.secho("this model runs LLM-written code when loaded: promote it with "
@@ -160,10 +169,10 @@ def _next_steps(mv) -> None:
                    "--env-manager local -p 5001")
 
 
-def _kept(tracker) -> str:
+def _kept(tracker: MlflowTracker | None) -> str:
     """What the store holds of an interrupted search, and how to continue it."""
     recorded = tracker.recorded() if tracker is not None else ""
-    if not recorded:
+    if not recorded or tracker is None:
         return ""
     unmarked = (f"; the store could not be written to mark {', '.join(tracker.unmarked)} "
                 "KILLED (a resume does it)" if tracker.unmarked else "")
@@ -171,7 +180,7 @@ def _kept(tracker) -> str:
             f"{tracker.parent_run_id})")
 
 
-def _run(state: dict, *, replay, proposer, quiet, kwargs) -> None:
+def _run(state: dict, *, replay: str | None, proposer: str, quiet: bool, kwargs: dict) -> None:
     from mlflow_agentic.cli.progress import RichProgress, RunIdLine
     from mlflow_agentic.core.settings import TrackingOptions
     from mlflow_agentic.frontdoor.api import search
@@ -195,7 +204,7 @@ def _run(state: dict, *, replay, proposer, quiet, kwargs) -> None:
     _report(outcome, tracker, kwargs)
 
 
-def _report(outcome, tracker, kwargs: dict) -> None:
+def _report(outcome: SearchResult, tracker: MlflowTracker, kwargs: dict) -> None:
     """What the search ended with, where MLflow has it, and what to do next."""
     from mlflow_agentic.tracking.store import current_uri, store_option
 

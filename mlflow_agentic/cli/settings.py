@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from typing import Any
 
 import click
 
@@ -53,7 +54,7 @@ def option_for(f: dataclasses.Field) -> Callable:
                         **common)
 
 
-def _given(value) -> bool:
+def _given(value: Any) -> bool:
     text = str(value).strip().lower()
     if text in ("true", "1", "yes", "on"):
         return True
@@ -62,21 +63,22 @@ def _given(value) -> bool:
     raise click.BadParameter(f"{value!r}: expected true or false (or the flag alone)")
 
 
-def _turned_on(ctx, param, value) -> bool:
+def _turned_on(ctx: click.Context, param: click.Parameter, value: Any) -> bool:
     """``--stack`` (alone or ``true``) turns a setting on; ``false`` or absent: off."""
     return _given(value)
 
 
-def _turned_off(ctx, param, value) -> bool:
+def _turned_off(ctx: click.Context, param: click.Parameter, value: Any) -> bool:
     """``--no-prune`` (alone or ``true``) turns an on-by-default setting off."""
     return not _given(value)
 
 
-def _names(ctx, param, value):
+def _names(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
     from mlflow_agentic.cli.options import split_list
 
     value = named_list(ctx, param, value)
-    return tuple(split_list(value)) if value is not None else None
+    names = split_list(value) if value is not None else None
+    return tuple(names) if names is not None else None
 
 
 def settings_options(command: Callable) -> Callable:
@@ -149,7 +151,7 @@ def _parameter(key: str, param: click.Parameter) -> str:
     return f"{{type: string, default: {_yaml(word)}}}"
 
 
-def _yaml(value) -> str:
+def _yaml(value: Any) -> str:
     text = str(value)
     return f'"{text}"' if "," in text else text
 

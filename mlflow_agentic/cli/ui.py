@@ -32,7 +32,8 @@ START_SECONDS = 90.0
               help="Where the UI listens (127.0.0.1: this machine only).")
 @click.option("--no-browser", is_flag=True, help="Print the link; do not open a browser.")
 @tracking_uri_option()
-def ui_command(run, experiment, port, host, no_browser, tracking_uri) -> None:
+def ui_command(run: str, experiment: str | None, port: int, host: str, no_browser: bool,
+               tracking_uri: str | None) -> None:
     """Start MLflow's UI on the tracking store (the embedded sqlite:///mlflow.db when nothing is
     set) and open the search's attempts, best CV first, in the Model training view. Ctrl-C
     stops the server. A tracking server (http://...) serves its own UI: its link is printed."""

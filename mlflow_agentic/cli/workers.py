@@ -3,6 +3,8 @@ machines that share an Optuna study (PostgreSQL) and an MLflow tracking server."
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from mlflow_agentic.cli.options import (
@@ -17,6 +19,9 @@ from mlflow_agentic.cli.options import (
     tracking_uri_option,
 )
 from mlflow_agentic.cli.settings import pop_settings, setting_option
+
+if TYPE_CHECKING:
+    from mlflow_agentic.frontdoor.orchestrator import SearchResult
 
 study_option = click.option("--study", required=True,
                             help="Optuna study name: every worker of one search uses the same.")
@@ -123,7 +128,7 @@ def finalize_command(**o) -> None:
     exit_on_user_error(work)
 
 
-def _report_finalized(result) -> None:
+def _report_finalized(result: SearchResult) -> None:
     from mlflow_agentic.tracking.store import current_uri
 
     click.echo(result.summary())
