@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
 
-def model_outputs(model, features: pd.DataFrame, model_type: str):
+def model_outputs(model: Any, features: pd.DataFrame,
+                  model_type: str) -> tuple[np.ndarray | None, np.ndarray | None, tuple]:
     """``(y_pred, proba, classes)``: probabilities from the raw model when it has
     ``predict_proba`` (sklearn and friends, or our ``ServedModel`` pyfunc), else the pyfunc's
     predictions."""

@@ -12,10 +12,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from mlflow.exceptions import MlflowException
 
 from mlflow_agentic.core import evidence as ev
+
+if TYPE_CHECKING:
+    from mlflow import MlflowClient
+    from mlflow.entities import Run
+    from mlflow.entities.model_registry import ModelVersion
 
 COMPARED = (ev.METRIC, ev.VERDICT_STATUS, ev.HOLDOUT_DIGEST, ev.SELF_DECEIVED)
 """Evidence compared as text; scores (CV, holdout, gap, baseline) are compared as numbers."""
@@ -38,7 +44,7 @@ class Provenance:
         return not self.problems
 
 
-def provenance(client, version) -> Provenance:
+def provenance(client: MlflowClient, version: ModelVersion) -> Provenance:
     """The evidence of ``version`` (an MLflow ``ModelVersion``) from its runs."""
     name, number = version.name, str(version.version)
     where = f"version {number} of {name!r}"
@@ -68,13 +74,13 @@ def provenance(client, version) -> Provenance:
     return Provenance(evidence, problems, parent.info.run_id)
 
 
-def generated_code(attempt) -> bool:
+def generated_code(attempt: Run) -> bool:
     """Whether the attempt's model is LLM-written code: its ``code_sha256`` param (params
     cannot be changed once logged; a tag can, so ``trainer=linear`` alone proves nothing)."""
     return "code_sha256" in attempt.data.params or attempt.data.tags.get("trainer") == "code"
 
 
-def _evidence(attempt, search) -> dict[str, str]:
+def _evidence(attempt: Run, search: Run) -> dict[str, str]:
     """The gate's evidence names, filled from the attempt run and its search run."""
     metric = search.data.tags.get("metric", "")
     values = attempt.data.metrics
@@ -132,7 +138,7 @@ def _close(a: str, b: str) -> bool:
     return (math.isnan(x) and math.isnan(y)) or abs(x - y) <= TOLERANCE
 
 
-def _run(client, run_id: str | None):
+def _run(client: MlflowClient, run_id: str | None) -> Run | None:
     if not run_id:
         return None
     try:

@@ -6,10 +6,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from mlflow_agentic.core.errors import UserInputError
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from mlflow import MlflowClient
+    from mlflow.entities import Run
+    from mlflow.types import Schema
 
 
 def model_uri(spec: str) -> tuple[str, str]:
@@ -49,7 +57,7 @@ def model_uri(spec: str) -> tuple[str, str]:
                          "NAME/VERSION, a models:/ or runs:/ URI, or a run id")
 
 
-def _selected_model(client, run) -> str | None:
+def _selected_model(client: MlflowClient, run: Run) -> str | None:
     """A search run's selected attempt's logged model (``model_uri`` on that child run)."""
     if run.data.tags.get("agentic.role") != "search":
         return None
@@ -98,13 +106,13 @@ def predict_rows(uri: str, rows: pd.DataFrame, keep: str | None = None, *,
     return frame
 
 
-def _names(columns, limit: int = 12) -> str:
+def _names(columns: Sequence[Any], limit: int = 12) -> str:
     names = [str(c) for c in columns]
     return ", ".join(names[:limit]) + (f" and {len(names) - limit} more" if len(names) > limit
                                        else "")
 
 
-def _model_columns(rows: pd.DataFrame, schema, keep: str | None, source: str,
+def _model_columns(rows: pd.DataFrame, schema: Schema, keep: str | None, source: str,
                    warn: Callable[[str], None] | None) -> pd.DataFrame:
     """``rows`` cut to the schema's columns; a required one missing is the user's error."""
     takes = list(schema.input_names())

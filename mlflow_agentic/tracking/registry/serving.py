@@ -12,6 +12,8 @@ Its annotations are evaluated (no ``from __future__ import annotations``): MLflo
 ``pd.DataFrame`` hint of ``predict`` and skips type-hint validation (the signature validates).
 """
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 from mlflow.pyfunc import PythonModel
@@ -25,11 +27,12 @@ class ServedModel(PythonModel):
     """``model``: the fitted pipeline (or ensemble). ``classes``: its classes for a classifier,
     None for a regressor."""
 
-    def __init__(self, model, classes=None) -> None:
+    def __init__(self, model: Any, classes: list | None = None) -> None:
         self.model = model
         self.classes = None if classes is None else list(classes)
 
-    def predict(self, context, model_input: pd.DataFrame, params: dict | None = None):
+    def predict(self, context, model_input: pd.DataFrame,  # noqa: ANN001, ANN201
+                params: dict | None = None):  # MLflow reads predict's hints: kept as it knows them
         output = (params or {}).get("output") or "label"
         if output not in OUTPUTS:
             from mlflow.exceptions import INVALID_PARAMETER_VALUE, MlflowException
@@ -57,11 +60,11 @@ class ServedModel(PythonModel):
         return frame
 
     # What evaluators read from a raw model (``get_raw_model()`` returns this object).
-    def predict_proba(self, X):
+    def predict_proba(self, X: pd.DataFrame) -> np.ndarray:
         return self.model.predict_proba(X)
 
     @property
-    def classes_(self):
+    def classes_(self) -> np.ndarray | None:
         return self.model.classes_
 
 
@@ -71,10 +74,10 @@ class GeneratedCodeModel(ServedModel):
     code** in the loading process: serve it inside a container (docs/guides/code-mode.md says
     how), and promote it only with ``--accept-generated-code``."""
 
-    def __init__(self, classes=None) -> None:
+    def __init__(self, classes: list | None = None) -> None:
         super().__init__(None, classes)
 
-    def load_context(self, context) -> None:
+    def load_context(self, context: Any) -> None:
         import importlib.util
         import os
         import pickle

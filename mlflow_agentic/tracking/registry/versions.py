@@ -6,6 +6,7 @@ container: its code never runs here."""
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING, Any
 
 import mlflow
 import numpy as np
@@ -18,8 +19,14 @@ from mlflow_agentic.scoring.paired import Outputs
 from mlflow_agentic.tracking.registry.outputs import model_outputs
 from mlflow_agentic.tracking.store import downloaded
 
+if TYPE_CHECKING:
+    from mlflow.entities.model_registry import ModelVersion
 
-def version_outputs(model: str, mv, X: pd.DataFrame, model_type: str,
+    from mlflow_agentic.data import Dataset
+    from mlflow_agentic.scoring.paired import PairedComparison
+
+
+def version_outputs(model: str, mv: ModelVersion, X: pd.DataFrame, model_type: str,
                     own_holdout: bool = False) -> Outputs:
     """Version ``mv`` of ``model`` predicting ``X`` (it gets the columns its signature
     names). ``own_holdout``: ``X`` is its search's holdout, so a version refit on all rows is
@@ -39,7 +46,7 @@ def version_outputs(model: str, mv, X: pd.DataFrame, model_type: str,
                              f"data: {type(exc).__name__}: {exc}") from exc
 
 
-def scored_uri(model: str, mv, own_holdout: bool) -> str:
+def scored_uri(model: str, mv: ModelVersion, own_holdout: bool) -> str:
     """What judges version ``mv``: the version itself; or, on its search's own holdout, for a
     version refit on training + holdout rows, the model that holdout scored (logged beside it,
     its digest a param of the same run, checked here)."""
@@ -56,14 +63,15 @@ def scored_uri(model: str, mv, own_holdout: bool) -> str:
     return f"models:/{model}/{mv.version}"
 
 
-def fitted_outputs(fitted, X: pd.DataFrame, model_type: str) -> Outputs:
+def fitted_outputs(fitted: Any, X: pd.DataFrame, model_type: str) -> Outputs:
     """A model fitted in this process (or a ``SandboxedModel``) predicting ``X``."""
     if model_type == "classifier" and hasattr(fitted, "predict_proba"):
         return Outputs(None, np.asarray(fitted.predict_proba(X)), tuple(fitted.classes_))
     return Outputs(np.asarray(fitted.predict(X)).ravel(), None, ())
 
 
-def _generated_outputs(model: str, version, X: pd.DataFrame, model_type: str) -> Outputs:
+def _generated_outputs(model: str, version: str, X: pd.DataFrame,
+                       model_type: str) -> Outputs:
     """A code-mode version's artifacts (code, the pipeline's pickle as bytes, the engine's
     input step), predicting in a fresh sandbox container."""
     import cloudpickle
@@ -81,7 +89,8 @@ def _generated_outputs(model: str, version, X: pd.DataFrame, model_type: str) ->
     return fitted_outputs(sandboxed, X, model_type)
 
 
-def against_alias(name: str, alias: str, fitted, holdout, metric: str, digest: str):
+def against_alias(name: str, alias: str, fitted: Any, holdout: Dataset, metric: str,
+                  digest: str) -> tuple[ModelVersion, PairedComparison] | None:
     """``(version, comparison)``: the model ``fitted`` against the version ``alias`` points at,
     paired on the sealed ``holdout`` rows (a ``Dataset``). None when there is nothing like for
     like to compare with: no such version, or one judged on other rows or by another metric."""

@@ -14,6 +14,7 @@ import socket
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -23,6 +24,12 @@ from mlflow_agentic.core.settings import FINALIZE_DECIDES, same_on_resume
 from mlflow_agentic.engine.evaluate.outcome import Outcome
 from mlflow_agentic.engine.search.restore import Restored
 from mlflow_agentic.tracking.store import send_pending
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from mlflow import MlflowClient
+    from mlflow.entities import Run
 
 OUTPUTS_ARTIFACT = "outputs.npz"
 """On each complete attempt's run: ``oof`` (out-of-fold output on the training rows) and, when
@@ -80,7 +87,7 @@ class ResumePoint:
 
 
 def read_search(run_id: str, tracking_uri: str, finalizing: bool = False,
-                say=print) -> ResumePoint:
+                say: Callable[[str], None] = print) -> ResumePoint:
     """``load_resume_point`` against the store at ``tracking_uri``; a killed search's (or a
     dead worker's) journal in this directory is sent to the store first
     (``delivery.send_pending``)."""
@@ -114,7 +121,7 @@ def last_unfinished(tracking_uri: str, experiment: str, dataset: str) -> str:
     return runs[0].info.run_id
 
 
-def load_resume_point(client, run_id: str, finalizing: bool = False) -> ResumePoint:
+def load_resume_point(client: MlflowClient, run_id: str, finalizing: bool = False) -> ResumePoint:
     """The search run ``run_id`` and its finished attempts; refused (with what to do) when it
     is not a search run, finished, still running, or recorded without what resuming needs.
     ``finalizing``: a shared search run, RUNNING while its workers were (they are done)."""
@@ -172,7 +179,7 @@ def load_resume_point(client, run_id: str, finalizing: bool = False) -> ResumePo
     return point
 
 
-def recorded_llm_calls(client, point: ResumePoint) -> list[dict]:
+def recorded_llm_calls(client: MlflowClient, point: ResumePoint) -> list[dict]:
     """The search's LLM calls 1..k from its ``llm.*`` traces, as replay records. Traces
     are written asynchronously, so a kill can lose the last few: the calls after the first gap
     are asked again."""
@@ -219,7 +226,7 @@ def _refuse_if_running(run_id: str, status: str, tags: dict) -> None:
             f"mlflow.MlflowClient().set_terminated('{run_id}', 'KILLED')\"")
 
 
-def _restore(client, child, metric: str, tmp: Path) -> Restored:
+def _restore(client: MlflowClient, child: Run, metric: str, tmp: Path) -> Restored:
     """One finished attempt as the engine needs it to stand in for running it again."""
     tags, metrics = child.data.tags, child.data.metrics
     run_id = child.info.run_id
@@ -246,7 +253,7 @@ def _restore(client, child, metric: str, tmp: Path) -> Restored:
     return Restored(tags.get("trainer", params.get("trainer", "?")), params, outcome, run_id)
 
 
-def write_outputs(path: Path, oof, extra) -> None:
+def write_outputs(path: Path, oof: np.ndarray, extra: np.ndarray | None) -> None:
     """A complete attempt's outputs as its run records them (what ``_restore`` reads back)."""
     arrays = {"oof": np.asarray(oof)}
     if extra is not None:

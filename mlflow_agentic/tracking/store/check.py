@@ -9,11 +9,15 @@ import contextlib
 import os
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mlflow_agentic.core.errors import UserInputError
 from mlflow_agentic.tracking.store import template
 from mlflow_agentic.tracking.store.retry import reason_of
 from mlflow_agentic.tracking.store.uri import default_uri
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 KNOWN_SCHEMES = {"http", "https", "sqlite", "file", "postgresql", "mysql", "mssql", "databricks",
                  "databricks-uc", "uc"}
@@ -146,7 +150,7 @@ def _check_writable(path: Path, uri: str, instead: str) -> None:
 
 
 @contextlib.contextmanager
-def file_lock(path: Path):
+def file_lock(path: Path) -> Iterator[None]:
     """An exclusive lock on ``path`` for the block (other processes on this machine wait)."""
     try:
         import fcntl

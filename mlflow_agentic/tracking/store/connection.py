@@ -11,6 +11,7 @@ import logging
 import math
 import os
 from collections.abc import Callable
+from typing import Any
 
 import mlflow
 
@@ -52,7 +53,7 @@ class Connection:
         self.sending = Retrying(self.uri, recorded, say=say, window=math.inf)
         """The writer's retries: no window, the search goes on while the store is down."""
 
-    def call(self, what: str, fn, *args, **kwargs):
+    def call(self, what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         return self.retrying.call(what, fn, *args, **kwargs)
 
     def log(self, run_id: str, metrics: dict, params: dict, tags: dict,

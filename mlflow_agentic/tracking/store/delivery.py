@@ -11,17 +11,23 @@ import contextlib
 import os
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mlflow_agentic.core.errors import UserInputError
 from mlflow_agentic.tracking.store.journal import JOURNAL_TAG, TAG_MAX, Journal, journal_dir
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from mlflow_agentic.tracking.store.retry import Retrying, StoreClient
 
 
 def _named(ref: str) -> str:
     return ref.replace(":", " ")  # attempt:5 -> attempt 5
 
 
-def send(client, retrying, journal: Journal, record: dict, look_first: bool = False
-         ) -> str | None:
+def send(client: StoreClient, retrying: Retrying, journal: Journal, record: dict,
+         look_first: bool = False) -> str | None:
     """Write one record to the store (each call retried by ``retrying``); returns the run a
     ``create_run`` made or found, or the id of a trace sent. ``look_first``: the record may
     have been sent before (a flush after a crash): its run is looked up by its journal tag
@@ -71,7 +77,7 @@ def send(client, retrying, journal: Journal, record: dict, look_first: bool = Fa
     return None
 
 
-def send_trace(client, trace: dict) -> str:
+def send_trace(client: StoreClient, trace: dict) -> str:
     """Start and end one trace (an LLM call, as ``recorder`` describes it); its id. MLflow
     exports it to the tracking URI set with ``mlflow.set_tracking_uri``, on its own thread."""
     span = client.start_trace(trace["name"], span_type="CHAT_MODEL", inputs=trace["inputs"],
@@ -83,7 +89,7 @@ def send_trace(client, trace: dict) -> str:
     return span.trace_id
 
 
-def trace_landed(client, trace_id: str) -> bool:
+def trace_landed(client: StoreClient, trace_id: str) -> bool:
     """The store holds the trace with its span (not only its header: a store that went down
     between MLflow's two calls)."""
     try:
@@ -99,7 +105,7 @@ class TraceRefused(Exception):
 REFUSED_AFTER = 3  # sends seen missing while the store answered, before it counts as refused
 
 
-def deliver_trace(client, trace: dict, tried: list[str]) -> str:
+def deliver_trace(client: StoreClient, trace: dict, tried: list[str]) -> str:
     """Send ``trace`` and see it in the store, once: an earlier try (``tried``, which this
     extends) that arrived whole is the answer; one that arrived without its span is deleted.
     Raises ``ConnectionError`` (a retry is in order) when the store did not answer, and
@@ -129,7 +135,7 @@ def deliver_trace(client, trace: dict, tried: list[str]) -> str:
                        f"call {trace['attributes'].get('call', '?')} ({tried[-1]})")
 
 
-def log_batch(client, run_id: str, metrics: dict, params: dict, tags: dict,
+def log_batch(client: StoreClient, run_id: str, metrics: dict, params: dict, tags: dict,
               steps: dict | None = None, ts: int | None = None) -> None:
     """One batch: ``steps`` maps a metric to its values at steps 1, 2, ... (fold scores: one
     metric, one step per fold, drawn as one line in the UI). ``ts`` in ms (default now): a
@@ -153,7 +159,7 @@ def log_batch(client, run_id: str, metrics: dict, params: dict, tags: dict,
 
 
 def flush_journal(path: str | Path | Journal, tracking_uri: str | None = None,
-                  say=print) -> str:
+                  say: Callable[[str], None] = print) -> str:
     """Send what journal ``path`` (or an opened one) still holds to its tracking store
     (``tracking_uri`` overrides the one recorded), exactly once; remove the journal when all
     is there. Returns what the user does next: nothing, or the command that finishes the
@@ -187,7 +193,8 @@ def flush_journal(path: str | Path | Journal, tracking_uri: str | None = None,
     return journal.resume_command()
 
 
-def send_pending(run_id: str, tracking_uri: str, say=print, skip_live: bool = False) -> int:
+def send_pending(run_id: str, tracking_uri: str, say: Callable[[str], None] = print,
+                 skip_live: bool = False) -> int:
     """Before a resume (or a finalize) reads the store: the killed search's (or a dead
     worker's) journals in this directory are sent first (what it finished but had not yet
     written), so nothing it finished runs again or is lost. ``skip_live``: journals of

@@ -16,9 +16,12 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from mlflow_agentic.core.errors import AgenticError
+
+if TYPE_CHECKING:
+    from mlflow import MlflowClient
 
 RETRY_SECONDS_ENV = "MLFLOW_AGENTIC_TRACKING_RETRY_SECONDS"
 DEFAULT_RETRY_SECONDS = 300.0
@@ -122,16 +125,16 @@ class Retrying:
 class RetryingClient:
     """An ``MlflowClient`` whose every method goes through ``Retrying.call``."""
 
-    def __init__(self, client, retrying: Retrying) -> None:
+    def __init__(self, client: MlflowClient, retrying: Retrying) -> None:
         self._client = client
         self._retrying = retrying
 
-    def __getattr__(self, name: str):
+    def __getattr__(self, name: str) -> Any:
         attr = getattr(self._client, name)
         if not callable(attr):
             return attr
 
-        def call(*args, **kwargs):
+        def call(*args: Any, **kwargs: Any) -> Any:
             return self._retrying.call(f"calling {name}", attr, *args, **kwargs)
 
         return call
@@ -159,3 +162,8 @@ def restore_command(run_id: str) -> tuple[str, str | None]:
         return f"mlflow runs restore --run-id {run_id}", None
     search = run.data.tags.get("mlflow.parentRunId", run_id)
     return f"mlflow experiments restore --experiment-id {run.info.experiment_id}", search
+
+
+if TYPE_CHECKING:
+    StoreClient = MlflowClient | RetryingClient
+    """MLflow's client, or the same behind retries."""

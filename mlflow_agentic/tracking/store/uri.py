@@ -26,7 +26,7 @@ def current_uri() -> str:
     return mlflow.get_tracking_uri()
 
 
-def project_run():
+def project_run() -> contextlib.AbstractContextManager:
     """Under ``mlflow run``, the project's run as the outer run (work nests under it); else a
     context that does nothing."""
 

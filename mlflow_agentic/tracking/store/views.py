@@ -5,14 +5,19 @@ that tell the story, opened by a link with no click (an experiment tag
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 from urllib.parse import quote, urlencode
+
+if TYPE_CHECKING:
+    from mlflow_agentic.core.metrics import Metric
+    from mlflow_agentic.tracking.store.retry import StoreClient
 
 SHARED_VIEW = "mlflow.sharedViewState."
 """The MLflow UI's shared views: an experiment tag holding the view as JSON, opened by
 ``?viewStateShareKey=<key>``."""
 
 
-def view_state(parent_run_id: str, metric) -> dict:
+def view_state(parent_run_id: str, metric: Metric) -> dict:
     """The runs table of this search: its attempts, sorted by CV, with rank, tie, selected, CV,
     holdout and gap as columns (and nothing else: at 1440x900, beside the Assistant panel MLflow
     opens on a first visit, these fit; CV's spread, the fit time and the model are on each run
@@ -31,7 +36,7 @@ def view_state(parent_run_id: str, metric) -> dict:
             "columnOrder": columns, "columnWidths": widths, "runsHiddenMode": "SHOW_ALL"}
 
 
-def share_view(client, experiment_id: str, parent_run_id: str, view: dict) -> bool:
+def share_view(client: StoreClient, experiment_id: str, parent_run_id: str, view: dict) -> bool:
     """Write the view as an experiment tag; False if the store refused."""
     try:
         client.set_experiment_tag(experiment_id, f"{SHARED_VIEW}{parent_run_id}",
@@ -60,7 +65,7 @@ MODEL_TRAINING = "custom_model_development"
 """The experiment tag the MLflow UI reads to open an experiment in its Model training view."""
 
 
-def mark_model_training(client, experiment_id: str) -> None:
+def mark_model_training(client: StoreClient, experiment_id: str) -> None:
     """The MLflow UI opens an experiment without a kind in its GenAI view (traces, an empty
     overview, "Evaluation runs"): ours are model training. A kind the user set is kept."""
     if EXPERIMENT_KIND in client.get_experiment(experiment_id).tags:
