@@ -109,7 +109,7 @@ def test_the_checks_module_has_no_io_and_no_language_model():
     names = {n.names[0].name.split(".")[0] if isinstance(n, ast.Import) else
              (n.module or "").split(".")[0] for n in ast.walk(ast.parse(source))
              if isinstance(n, (ast.Import, ast.ImportFrom))}
-    assert names <= {"__future__", "collections", "dataclasses", "numpy", "pandas",
+    assert names <= {"__future__", "collections", "dataclasses", "typing", "numpy", "pandas",
                      "mlflow_agentic"}
     assert "open(" not in source and "openai" not in source
 

@@ -13,7 +13,7 @@ from mlflow_agentic.cli.options import (
 )
 
 if TYPE_CHECKING:
-    from mlflow_agentic.tracking.results.past import PastSearch
+    from mlflow_agentic.tracking.results import PastSearch
 
 SHOWN = ("rank", "run_name", "status", "selected", "tie")
 """The table format's leading columns; the CV, holdout and gap columns follow by metric."""

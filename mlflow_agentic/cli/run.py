@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -32,8 +32,6 @@ from mlflow_agentic.proposers.factory import PROPOSERS
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
-
-    from mlflow.entities.model_registry import ModelVersion
 
     from mlflow_agentic.frontdoor.orchestrator import SearchResult
     from mlflow_agentic.tracking import MlflowTracker
@@ -154,7 +152,7 @@ def quiet_warnings(quiet: bool) -> Iterator[None]:
             os.environ["PYTHONWARNINGS"] = previous
 
 
-def _next_steps(mv: ModelVersion) -> None:
+def _next_steps(mv: Any) -> None:  # an MLflow ModelVersion
     """How to promote (and serve) the version a search just made @challenger."""
     if mv.tags.get("generated_code") == "true":
         click.secho("this model runs LLM-written code when loaded: promote it with "

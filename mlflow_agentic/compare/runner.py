@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from mlflow_agentic.core.protocol import CandidateProposer
     from mlflow_agentic.data import Dataset
     from mlflow_agentic.frontdoor.briefing import Briefing
-    from mlflow_agentic.tracking.results.comparison import ComparisonTracker
+    from mlflow_agentic.tracking.results import ComparisonTracker
 
 DEFAULT_BUDGET = 30
 

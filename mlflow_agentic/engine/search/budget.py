@@ -186,12 +186,11 @@ class LoopBudget:
 
     def refit_fits(self, records: Sequence[AttemptRecord], bag: bool = False,
                    tolerance: bool = True) -> bool:
-        """Whether refitting ``records`` side by side on the workers, and logging the model,
-        end within the loop's share of the time budget (always, without one): an expensive
-        attempt that finished late must not push the whole command past its budget. ``bag``:
-        whether serving their fold models' average instead (no refit: the k fold models read
-        back and logged) ends within it. ``tolerance``: whether ``REFIT_TOLERANCE`` may be
-        spent (for the selected attempt; not for an ensemble's further members)."""
+        """Whether refitting ``records`` side by side on the workers and logging the model end
+        within the loop's share of the budget (always, without one): an attempt that finished
+        late must not push the command past its budget. ``bag``: whether serving their fold
+        models' average (no refit: the k fold models read back and logged) ends within it.
+        ``tolerance``: whether ``REFIT_TOLERANCE`` may be spent (the selected attempt only)."""
         left = self.loop.left()
         if left is None:
             return True

@@ -11,8 +11,8 @@ same leaderboard with any ``n_jobs``. Steps given in ``after_loop`` (the search'
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -75,12 +75,11 @@ class AgenticAutoML:
     """
 
     def __init__(self, proposer: CandidateProposer, settings: SearchSettings | None = None,
-                 *, verifier: DeterministicVerifier | None = None,
+                 *, verifier: DeterministicVerifier | None = None, sandbox: Sandbox | None = None,
                  observers: Iterable[SearchObserver] = (), briefing: Briefing | None = None,
-                 extra_X: pd.DataFrame | None = None,
-                 restored: Mapping[int, Restored] | None = None, sandbox: Sandbox | None = None,
-                 after_loop: Sequence = (), deadline: Deadline | None = None,
-                 **changes) -> None:
+                 extra_X: pd.DataFrame | None = None, after_loop: Sequence = (),
+                 restored: Mapping[int, Restored] | None = None,
+                 deadline: Deadline | None = None, **changes: object) -> None:
         """``settings`` (or its field names as keywords: ``max_iterations=4, cv=3``...).
         ``restored``: the finished attempts of a killed search, by index, to resume it.
         ``sandbox``: where code-mode candidates run (``mlflow_agentic.sandbox``).
@@ -109,8 +108,7 @@ class AgenticAutoML:
         """The search's workers (``solve`` starts them; a refit after it asks ``refit_pool``)."""
 
     def solve(self, dataset: Dataset) -> EngineeringRun:
-        """Run the search on ``dataset`` (all of whose rows are training rows; its folds read
-        what ``DatasetLike`` does not say: groups, time order, excluded columns)."""
+        """Run the search on ``dataset`` (all of whose rows are training rows)."""
         self.budget.start()
         self.oof, self.extras = {}, {}
         context, splits = self._context(dataset)
@@ -169,7 +167,6 @@ class AgenticAutoML:
         assert self.runner is not None, "the search's folds are made before any batch"
         return self.runner
 
-    # ---- the loop ---------------------------------------------------------------------------
     def _search(self, ctx: SearchContext) -> EngineeringRun:
         s = self.settings
         history: list[AttemptRecord] = []
@@ -231,11 +228,9 @@ class AgenticAutoML:
                 lambda r: bagged(r, history, self.batches.folds, ctx.dataset), prefer_bag=s.bag)
         bag = model is not None  # the fold models' average, already fitted: no refit
         if s.refit and not bag:
-            model, refit_seconds, best = refit(
-                history, best, ctx.dataset, self.pool, s.seed,
-                code_refit=lambda record: refit_code(self.sandbox, self.batches.folds.dataset,
-                                                     record.candidate.code or "",
-                                                     dropped_columns(record.candidate)))
+            in_sandbox = sandbox_refit(self.sandbox, self.batches.folds.dataset)
+            model, refit_seconds, best = refit(history, best, ctx.dataset, self.pool, s.seed,
+                                               in_sandbox)
         return EngineeringRun(
             attempts=history, best_candidate=best.candidate if best else None,
             best_score=best.score if best else None, model=model, metric=ctx.metric.name,
@@ -248,8 +243,7 @@ class AgenticAutoML:
             bagged=bag, served_rows=ctx.dataset.n_rows if model is not None else 0)
 
     def _propose(self, ctx: SearchContext, history: list[AttemptRecord], iterations: int,
-                 patience_left: int | None
-                 ) -> tuple[list, StopReason | None]:
+                 patience_left: int | None) -> tuple[list, StopReason | None]:
         """Up to one batch of candidates, within the iteration and attempt budgets."""
         n = self.budget.batch(self.proposer.batch_size, iterations, len(history), patience_left)
         candidates: list = []
@@ -315,6 +309,12 @@ class AgenticAutoML:
             self.oof[record.index] = outcome.oof
         if outcome.extra is not None:
             self.extras[record.index] = outcome.extra
+
+
+def sandbox_refit(sandbox: Sandbox | None, dataset: Dataset) -> Callable[[AttemptRecord], Any]:
+    """A code-mode attempt's refit: its code on every training row in a fresh container."""
+    return lambda record: refit_code(sandbox, dataset, record.candidate.code or "",
+                                     dropped_columns(record.candidate))
 
 
 def recorded_settings(automl: AgenticAutoML) -> dict:

@@ -11,6 +11,7 @@ from mlflow_agentic.core.lazy import lazy_getattr
 
 _EXPORTS = {
     "ComparisonTracker": "mlflow_agentic.tracking.results.comparison",
+    "PastSearch": "mlflow_agentic.tracking.results.past",
     "TAG_ID": "mlflow_agentic.tracking.results.comparison",
     "TAG_SEED": "mlflow_agentic.tracking.results.comparison",
     "evaluate_with_agentic": "mlflow_agentic.tracking.results.evaluation",
@@ -24,6 +25,7 @@ _EXPORTS = {
 }
 __all__ = [
     "ComparisonTracker",
+    "PastSearch",
     "TAG_ID",
     "TAG_SEED",
     "evaluate_with_agentic",
@@ -47,7 +49,7 @@ if TYPE_CHECKING:
     )
     from mlflow_agentic.tracking.results.diagnostics import importance
     from mlflow_agentic.tracking.results.evaluation import evaluate_with_agentic
-    from mlflow_agentic.tracking.results.past import read_search, search_path
+    from mlflow_agentic.tracking.results.past import PastSearch, read_search, search_path
     from mlflow_agentic.tracking.results.result import record_result
 
 __getattr__ = lazy_getattr(__name__, _EXPORTS)
