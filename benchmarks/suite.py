@@ -101,9 +101,22 @@ the first with CatBoost searched beside the others (the ``[catboost]`` extra; na
 CatBoost is searched on request only)."""
 NO_LIGHTGBM = "linear,random_forest,extra_trees,hist_gradient_boosting,xgboost"
 PORTFOLIOS = ROOT / "benchmarks" / "results" / "portfolio"
-CODE = subprocess.run(["git", "-C", str(ROOT), "describe", "--always", "--dirty"],
-                      capture_output=True, text=True).stdout.strip()
-"""The commit measured (``-dirty``: with uncommitted changes), recorded on every row."""
+
+
+def _code() -> str:
+    """The commit measured, ``-dirty`` when the code has uncommitted changes: the harness's
+    own results (``benchmarks/results``, which a run writes as it goes) do not count."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True,
+                              text=True).stdout.strip()
+
+    changed = git("status", "--porcelain", "--untracked-files=no", "--", ".",
+                  ":(exclude)benchmarks/results")
+    return git("describe", "--always") + ("-dirty" if changed else "")
+
+
+CODE = _code()
+"""The commit measured (``-dirty``: with uncommitted changes to the code), on every row."""
 
 
 def agentic_options(system: str, dataset: str) -> tuple[str, ...]:

@@ -73,8 +73,15 @@ def summary(rows: list[dict], names: list[str]) -> dict[tuple[float, bool], dict
     return out
 
 
-def label(group: tuple[float, bool]) -> str:
-    return f"{group[0]:g} s{', a core busy' if group[1] else ''}"
+def label(group: tuple[float, bool], table: dict | None = None) -> str:
+    """``60 s``, ``20 s, a core busy``; with ``table``, the number of systems ranked when that
+    budget ranks fewer than another (a rank among 4 is not one among 5)."""
+    text = f"{group[0]:g} s{', a core busy' if group[1] else ''}"
+    if table is not None:
+        most = max(len(cells) for cells in table.values())
+        if len(table[group]) < most:
+            text += f" ({len(table[group])} systems)"
+    return text
 
 
 def markdown(table: dict[tuple[float, bool], dict[str, Cell]]) -> str:
@@ -84,7 +91,7 @@ def markdown(table: dict[tuple[float, bool], dict[str, Cell]]) -> str:
     budgets = list(table)
     systems = [s for s in SYSTEMS if any(s in table[g] for g in budgets)]
     best = {g: min(c.mean_rank for c in table[g].values()) for g in budgets}
-    lines = ["| system | " + " | ".join(label(g) for g in budgets) + " |",
+    lines = ["| system | " + " | ".join(label(g, table) for g in budgets) + " |",
              "|---|" + "---|" * len(budgets)]
     for s in systems:
         cells = []
@@ -117,7 +124,7 @@ def plot(table: dict[tuple[float, bool], dict[str, Cell]], path: Path) -> None:
                     label=s)
     tasks = [max(c.tasks for c in table[g].values()) for g in budgets]
     ax.set_xticks(range(len(budgets)),
-                  [f"{label(g)}\n{n} tasks" for g, n in zip(budgets, tasks, strict=True)])
+                  [f"{label(g, table)}\n{n} tasks" for g, n in zip(budgets, tasks, strict=True)])
     ax.invert_yaxis()
     ax.set_ylabel("mean rank (1 = best)")
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
