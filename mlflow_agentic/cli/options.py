@@ -75,15 +75,15 @@ def optional_float(ctx: click.Context, param: click.Parameter, value: Any) -> fl
         raise click.BadParameter(f"{value!r} is not a number") from exc
 
 
-def gap_threshold(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
-    """The promotion gate's threshold, checked by the gate's own rule (a NaN or a negative
-    threshold would disable it), reported as a bad option value."""
+def gap_threshold(ctx: click.Context, param: click.Parameter, value: Any) -> float:
+    """The promotion gate's threshold (blank: the gate's default), checked by the gate's own
+    rule (a NaN or a negative threshold would disable it), reported as a bad option value."""
     from mlflow_agentic.core.errors import UserInputError
-    from mlflow_agentic.scoring.promotion import check_max_gap
+    from mlflow_agentic.scoring.promotion import DEFAULT_MAX_GAP, check_max_gap
 
     value = optional_float(ctx, param, value)
     if value is None:
-        return None
+        return DEFAULT_MAX_GAP
     try:
         check_max_gap(value)
     except UserInputError as exc:

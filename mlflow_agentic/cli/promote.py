@@ -40,7 +40,7 @@ EXIT_REFUSED = 1
                    "container.")
 @tracking_uri_option()
 def promote_command(model: str, from_alias: str, to_alias: str, data: str | None,
-                    max_gap: float | None, min_improvement: float, dry_run: bool,
+                    max_gap: float, min_improvement: float, dry_run: bool,
                     accept_generated_code: bool, tracking_uri: str | None) -> None:
     """Promote MODEL@challenger to @champion if the runs of its search vouch for it (its
     source run is an attempt of the search run that registered it, and its tags agree with
@@ -56,14 +56,12 @@ def promote_command(model: str, from_alias: str, to_alias: str, data: str | None
 
         os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
 
-        from mlflow_agentic.scoring.promotion import DEFAULT_MAX_GAP
         from mlflow_agentic.tracking.registry import promote
         from mlflow_agentic.tracking.store import use_store
 
         use_store(tracking_uri, existing=True)
         result["outcome"] = promote(model, from_alias=from_alias, to_alias=to_alias,
-                                    data=data,
-                                    max_gap=DEFAULT_MAX_GAP if max_gap is None else max_gap,
+                                    data=data, max_gap=max_gap,
                                     min_improvement=min_improvement, dry_run=dry_run,
                                     accept_generated_code=accept_generated_code)
 

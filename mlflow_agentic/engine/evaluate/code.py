@@ -61,13 +61,19 @@ def classes_of(dataset: Dataset) -> tuple:
     return tuple(dataset.classes) if is_classification(dataset.task) else ()
 
 
+def required_sandbox(sandbox: Sandbox | None, what: str) -> Sandbox:
+    """The sandbox a code candidate ``what`` (runs, is refit) in; none is an error."""
+    if sandbox is None:
+        raise SandboxFailed(f"a code-mode candidate {what} in its sandbox: none was given")
+    return sandbox
+
+
 def evaluate_code(sandbox: Sandbox | None, dataset: Dataset, splits: Splits, metric: Metric,
                   code: str, dropped: Sequence[str] = (),
                   parallel: int = 1) -> tuple[Outcome, SandboxResult]:
     """Run ``code`` in ``sandbox`` (``DockerSandbox`` or ``HostSandbox``), one job per fold
     (``parallel`` at a time); a failure in any fold is the outcome's error, with its stage."""
-    if sandbox is None:
-        raise SandboxFailed("a code-mode candidate runs in its sandbox: none was given")
+    sandbox = required_sandbox(sandbox, "runs")
     y = dataset.y.to_numpy()
     features = input_step(dataset, dropped).transform(dataset.X)
     classes = classes_of(dataset)
@@ -99,8 +105,7 @@ def refit_code(sandbox: Sandbox | None, dataset: Dataset, code: str,
                dropped: Sequence[str] = ()) -> SandboxedModel:
     """The selected candidate refit on all training rows in a fresh container; the host keeps
     the pickle as bytes. The container also predicts the first rows (the input example)."""
-    if sandbox is None:
-        raise SandboxFailed("a code-mode candidate is refit in its sandbox: none was given")
+    sandbox = required_sandbox(sandbox, "is refit")
     inputs = input_step(dataset, dropped)
     features = inputs.transform(dataset.X)
     example = dataset.X.head(EXAMPLE_ROWS)
