@@ -54,6 +54,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -424,17 +425,25 @@ def spread_of(spread: dict, dataset: str, budget: float, load: bool) -> tuple[fl
     return spread[k], f" (the {where} splits': one split at {budget:g} s)"
 
 
-def regressions(rows: list[dict]) -> list[str]:
-    """Every task where this engine is worse than the previous by more than the spread."""
+def behind(rows: list[dict], systems: Callable[[str], bool]
+           ) -> Iterator[tuple[tuple, dict, dict, float, float, str]]:
+    """Each row of a system ``systems`` picks beside mlflow-agentic's row of the same task:
+    ``(key, its row, ours, how far ours is behind it (in the metric's direction), the spread
+    a change there is judged against, where that spread is from)``."""
     spread = spreads(rows)
     by = {tuple(r[k] for k in suite.KEY): r for r in rows}
-    lines = []
-    for k, old in sorted(by.items()):
-        if k[4] != PREVIOUS or (*k[:4], OURS) not in by:
+    for k, other in sorted(by.items()):
+        if not systems(k[4]) or (*k[:4], OURS) not in by:
             continue
-        new, sign = by[(*k[:4], OURS)], 1 if suite.DATASETS[k[0]][3] else -1
-        worse = sign * (old["score"] - new["score"])
-        limit, where = spread_of(spread, k[0], k[2], k[3])
+        ours, sign = by[(*k[:4], OURS)], 1 if suite.DATASETS[k[0]][3] else -1
+        yield (k, other, ours, sign * (other["score"] - ours["score"]),
+               *spread_of(spread, k[0], k[2], k[3]))
+
+
+def regressions(rows: list[dict]) -> list[str]:
+    """Every task where this engine is worse than the previous by more than the spread."""
+    lines = []
+    for k, old, new, worse, limit, where in behind(rows, lambda s: s == PREVIOUS):
         if worse > limit:
             lines.append(f"- {k[0]} seed {k[1]} at {k[2]:g} s: {new['score']:.4f} "
                          f"({new.get('code')}) vs {old['score']:.4f} ({old.get('code')}), worse "
@@ -476,21 +485,13 @@ def autogluon_wins(rows: list[dict], top: int = 4) -> list[str]:
     """Each AutoGluon row (with its leaderboard) that beats mlflow-agentic's on the same task by
     more than the dataset's split-to-split spread: its best models by its own validation score
     (AutoGluon's sign: higher is better) and their fit seconds."""
-    spread = spreads(rows)
-    by = {tuple(r[k] for k in suite.KEY): r for r in rows}
     lines = []
-    for k, theirs in sorted(by.items()):
-        if not k[4].startswith("autogluon") or "leaderboard" not in theirs \
-                or (*k[:4], OURS) not in by:
-            continue
-        sign = 1 if suite.DATASETS[k[0]][3] else -1
-        ahead = sign * (theirs["score"] - by[(*k[:4], OURS)]["score"])
-        limit, where = spread_of(spread, k[0], k[2], k[3])
-        if ahead > limit:
+    for k, theirs, ours, ahead, limit, where in behind(rows, lambda s: s.startswith("autogluon")):
+        if "leaderboard" in theirs and ahead > limit:
             models = ", ".join(f"{m['model']} {m['score_val']:.4g} ({m['fit_time']:g} s)"
                                for m in theirs["leaderboard"][:top])
             lines.append(f"- {k[0]} seed {k[1]} at {k[2]:g} s, {k[4]}: {theirs['score']:.4f} vs "
-                         f"{by[(*k[:4], OURS)]['score']:.4f}, ahead by {ahead:.4g} > spread "
+                         f"{ours['score']:.4f}, ahead by {ahead:.4g} > spread "
                          f"{limit:.4g}{where}; {models}")
     return lines
 
